@@ -1,0 +1,56 @@
+//! # cellar-engine
+//!
+//! A miniature LSM wide-column storage engine. A *store* is a folder of column
+//! families; a *cell* is `(row, column, timestamp) -> value`. Writes go to one
+//! shared write-ahead log and to their family's memtable; full memtables are
+//! flushed to immutable, sorted table files; compaction merges table files and
+//! drops what no reader can see. Every read can report exactly what it cost
+//! ([`Trace`]), and the store reports what it wrote and what it keeps ([`Stats`]).
+//!
+//! Reading order for a newcomer: [`key`] (how a cell becomes a byte-ordered key),
+//! `memtable`, `log`, `store` (the write path), `read` (the read path: `source`,
+//! `merge`, `visibility`), `compaction`, `manifest`, `recovery`.
+//!
+//! ```
+//! use cellar_engine::{Store, StoreOptions};
+//! # fn main() -> Result<(), cellar_engine::Error> {
+//! # let dir = tempfile::tempdir().map_err(|e| cellar_engine::Error::InvalidArgument(e.to_string()))?;
+//! let store = Store::open(dir.path(), StoreOptions::default().family("books"))?;
+//! store.put("books", "book:1", "title", "Dune")?;
+//! store.flush()?;
+//! let (cell, trace) = store.get_traced("books", "book:1", "title")?;
+//! assert_eq!(cell.map(|c| c.value), Some("Dune".into()));
+//! assert_eq!(trace.data_blocks(), 1);
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod batch;
+mod compaction;
+mod error;
+pub mod key;
+mod log;
+mod manifest;
+mod memtable;
+mod merge;
+mod options;
+mod output;
+mod read;
+mod recovery;
+mod source;
+mod stats;
+mod store;
+mod trace;
+mod version;
+mod visibility;
+
+pub use batch::WriteBatch;
+pub use compaction::choose as choose_compaction;
+pub use error::{Error, Result};
+pub use options::{
+    validate_family_name, FamilyOptions, StoreOptions, SyncPolicy, MAX_COLUMN_BYTES, MAX_ROW_BYTES, MAX_VALUE_BYTES,
+};
+pub use read::{Cell, ColumnRange, Row, RowRange, Scan, Snapshot};
+pub use stats::{FamilyStats, Stats, TableInfo};
+pub use store::{CompactionReport, Store};
+pub use trace::{Settled, SourceKind, SourceTrace, Trace};

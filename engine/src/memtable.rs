@@ -1,0 +1,203 @@
+//! The memtable: the newest writes of one column family, sorted in memory.
+//!
+//! Every write lands here after it is in the log. The memtable is a concurrent
+//! skip list (crossbeam-skiplist) keyed by the internal key, so readers walk it
+//! while the writer inserts, without locks. When it passes its limit it is
+//! frozen (no more inserts) and a background thread writes it out as a table
+//! file; until that file is installed, reads still consult the frozen memtable.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use crossbeam_skiplist::SkipMap;
+
+use crate::key;
+
+/// Bytes a skip-list node costs beyond its key and value (pointers, tower, refcounts):
+/// counted so the byte limit reflects memory, not just payload.
+const NODE_OVERHEAD: usize = 64;
+
+/// A sorted in-memory table of entries `(internal key -> value)`.
+pub(crate) struct Memtable {
+    id: u64,
+    map: SkipMap<Bytes, Bytes>,
+    bytes: AtomicUsize,
+    entries: AtomicUsize,
+    tombstones: AtomicUsize,
+    max_ts: AtomicU64,
+    max_seq: AtomicU64,
+    /// The log segment that held this memtable's first write (0 while empty).
+    first_log: AtomicU64,
+}
+
+impl Memtable {
+    /// An empty memtable. `id` only names it in traces.
+    pub fn new(id: u64) -> Memtable {
+        Memtable {
+            id,
+            map: SkipMap::new(),
+            bytes: AtomicUsize::new(0),
+            entries: AtomicUsize::new(0),
+            tombstones: AtomicUsize::new(0),
+            max_ts: AtomicU64::new(0),
+            max_seq: AtomicU64::new(0),
+            first_log: AtomicU64::new(0),
+        }
+    }
+
+    /// The memtable's number, for traces.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Inserts one entry. Keys are unique because every write has its own sequence number.
+    /// Only the store's single writer calls this.
+    pub fn insert(&self, key: Bytes, value: Bytes, timestamp: u64, sequence: u64, tombstone: bool, log: u64) {
+        if self.first_log.load(Ordering::Relaxed) == 0 {
+            self.first_log.store(log, Ordering::Relaxed);
+        }
+        self.bytes.fetch_add(key.len() + value.len() + NODE_OVERHEAD, Ordering::Relaxed);
+        self.max_ts.fetch_max(timestamp, Ordering::Relaxed);
+        self.max_seq.fetch_max(sequence, Ordering::Relaxed);
+        if tombstone {
+            self.tombstones.fetch_add(1, Ordering::Relaxed);
+        }
+        self.map.insert(key, value);
+        self.entries.fetch_add(1, Ordering::Release);
+    }
+
+    /// Approximate memory used, in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Entries inserted.
+    pub fn entries(&self) -> usize {
+        self.entries.load(Ordering::Acquire)
+    }
+
+    /// Tombstones inserted.
+    pub fn tombstones(&self) -> usize {
+        self.tombstones.load(Ordering::Relaxed)
+    }
+
+    /// Whether nothing was inserted.
+    pub fn is_empty(&self) -> bool {
+        self.entries() == 0
+    }
+
+    /// Largest timestamp inserted (0 when empty).
+    pub fn max_ts(&self) -> u64 {
+        self.max_ts.load(Ordering::Relaxed)
+    }
+
+    /// Largest sequence number inserted (0 when empty).
+    pub fn max_seq(&self) -> u64 {
+        self.max_seq.load(Ordering::Relaxed)
+    }
+
+    /// The log segment holding this memtable's oldest entry, if it has any.
+    pub fn first_log(&self) -> Option<u64> {
+        match self.first_log.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(n),
+        }
+    }
+
+    /// The first entry whose key starts with `prefix` and whose sequence number is
+    /// at most `snapshot`, with the number of entries looked at to find it.
+    pub fn newest_with_prefix(&self, prefix: &[u8], snapshot: u64) -> (Option<(Bytes, Bytes)>, u64) {
+        let mut examined = 0;
+        let start = key::seek_key(prefix);
+        let mut entry = self.map.lower_bound(Bound::Included(start.as_slice()));
+        while let Some(e) = entry {
+            if !e.key().starts_with(prefix) {
+                break;
+            }
+            examined += 1;
+            if let Some((_, seq, _)) = key::suffix(e.key()) {
+                if seq <= snapshot {
+                    return (Some((e.key().clone(), e.value().clone())), examined);
+                }
+            }
+            entry = e.next();
+        }
+        (None, examined)
+    }
+
+    /// Up to `max` entries with keys at or after `from` (or after it, when
+    /// `inclusive` is false), cloned out of the skip list. A cursor refills from
+    /// here in chunks, so iteration needs no borrow of the skip list.
+    pub fn chunk_from(&self, from: &[u8], inclusive: bool, max: usize, out: &mut Vec<(Bytes, Bytes)>) {
+        let bound = if inclusive {
+            Bound::Included(from)
+        } else {
+            Bound::Excluded(from)
+        };
+        let mut entry = self.map.lower_bound(bound);
+        while let Some(e) = entry {
+            if out.len() >= max {
+                break;
+            }
+            out.push((e.key().clone(), e.value().clone()));
+            entry = e.next();
+        }
+    }
+
+    /// Every entry in key order (used by flush).
+    pub fn iter(&self) -> impl Iterator<Item = (Bytes, Bytes)> + '_ {
+        self.map.iter().map(|e| (e.key().clone(), e.value().clone()))
+    }
+
+    /// Smallest and largest key, if any.
+    pub fn key_range(&self) -> Option<(Bytes, Bytes)> {
+        let first = self.map.front()?.key().clone();
+        let last = self.map.back()?.key().clone();
+        Some((first, last))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::Kind;
+
+    fn put(m: &Memtable, row: &[u8], col: &[u8], ts: u64, seq: u64, value: &[u8]) {
+        let k = key::encode(row, col, ts, seq, Kind::Put);
+        m.insert(Bytes::from(k), Bytes::copy_from_slice(value), ts, seq, false, 7);
+    }
+
+    #[test]
+    fn newest_visible_version_is_found_first() {
+        let m = Memtable::new(1);
+        put(&m, b"r", b"c", 10, 1, b"old");
+        put(&m, b"r", b"c", 20, 2, b"new");
+        put(&m, b"r", b"d", 30, 3, b"other");
+        let prefix = key::cell_prefix(b"r", b"c");
+        let (hit, examined) = m.newest_with_prefix(&prefix, u64::MAX);
+        assert_eq!(hit.map(|(_, v)| v), Some(Bytes::from_static(b"new")));
+        assert_eq!(examined, 1);
+        // A snapshot taken before sequence 2 sees the old value.
+        let (hit, examined) = m.newest_with_prefix(&prefix, 1);
+        assert_eq!(hit.map(|(_, v)| v), Some(Bytes::from_static(b"old")));
+        assert_eq!(examined, 2);
+        assert_eq!((m.entries(), m.max_ts(), m.max_seq(), m.first_log()), (3, 30, 3, Some(7)));
+    }
+
+    #[test]
+    fn chunks_continue_where_they_stopped() {
+        let m = Memtable::new(1);
+        for i in 0..10u8 {
+            put(&m, &[b'a' + i], b"c", 1, u64::from(i) + 1, b"v");
+        }
+        let mut out = Vec::new();
+        m.chunk_from(b"", true, 4, &mut out);
+        assert_eq!(out.len(), 4);
+        let last = out.last().map(|(k, _)| k.clone()).unwrap_or_default();
+        let mut more = Vec::new();
+        m.chunk_from(&last, false, 100, &mut more);
+        assert_eq!(more.len(), 6);
+        assert_eq!(key::parse(&more[0].0).map(|k| k.row), Some(b"e".to_vec()));
+    }
+}

@@ -1,0 +1,297 @@
+//! Options of a store and of each column family, with their defaults.
+//!
+//! A store's options say how it writes its log; a family's options say how its
+//! data is kept: how many versions, for how long, in which block size, with how
+//! big a bloom filter, when its memtable is flushed and when its files are
+//! compacted. Family options are recorded in the manifest, so a store reopens
+//! with the options its families were created with unless new ones are given.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Longest row key, in bytes (HBase's limit is 32,767).
+pub const MAX_ROW_BYTES: usize = 32 * 1024;
+/// Longest column name, in bytes.
+pub const MAX_COLUMN_BYTES: usize = 32 * 1024;
+/// Largest value, in bytes. A value is stored whole in one block, so a very large
+/// value makes one very large block.
+pub const MAX_VALUE_BYTES: usize = 16 * 1024 * 1024;
+
+/// When the write-ahead log is forced to stable storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// `fdatasync` before every write returns: nothing acknowledged is lost even
+    /// on power loss. Costs one disk flush per write (or per group of writes).
+    Always,
+    /// Never `fdatasync` the log; every write is still handed to the operating
+    /// system before it returns, so a crash of the process loses nothing, but a
+    /// power loss can lose the last writes (a prefix of the history survives).
+    Never,
+    /// `fdatasync` when a write comes and the last sync is older than this.
+    Interval(Duration),
+}
+
+/// Options of a whole store.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Create the store if the folder holds none (default true).
+    pub create_if_missing: bool,
+    /// When the log is synced (default [`SyncPolicy::Never`], as RocksDB and LevelDB default).
+    pub sync: SyncPolicy,
+    /// Once the live log segments together pass this many bytes, the families
+    /// holding the oldest segment are flushed so the log can be trimmed
+    /// (default 256 MiB): this is how an idle family is kept from pinning the log.
+    pub max_log_bytes: u64,
+    /// Writers wait when a family has this many memtables waiting to be flushed (default 4).
+    pub max_immutable_memtables: usize,
+    /// Families declared at open: created if missing, options updated if present.
+    pub families: Vec<(String, FamilyOptions)>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            create_if_missing: true,
+            sync: SyncPolicy::Never,
+            max_log_bytes: 256 << 20,
+            max_immutable_memtables: 4,
+            families: Vec::new(),
+        }
+    }
+}
+
+impl StoreOptions {
+    /// Declares a family with default options.
+    pub fn family(self, name: &str) -> Self {
+        self.family_with(name, FamilyOptions::default())
+    }
+
+    /// Declares a family with the given options.
+    pub fn family_with(mut self, name: &str, options: FamilyOptions) -> Self {
+        self.families.push((name.to_string(), options));
+        self
+    }
+
+    /// Sets the sync policy.
+    pub fn sync(mut self, sync: SyncPolicy) -> Self {
+        self.sync = sync;
+        self
+    }
+
+    /// Sets whether a missing store is created.
+    pub fn create_if_missing(mut self, create: bool) -> Self {
+        self.create_if_missing = create;
+        self
+    }
+}
+
+/// Options of one column family.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FamilyOptions {
+    /// Versions kept per cell (default 1). Reads return at most this many; major
+    /// compaction drops the rest.
+    pub max_versions: u32,
+    /// Cells older than this (by their timestamp, in milliseconds) are hidden
+    /// from reads and dropped by compaction (default: none).
+    pub ttl: Option<Duration>,
+    /// Target size of a data block (default 4096, one disk page).
+    pub block_size: usize,
+    /// Bloom filter bits per row key (default 10: about 1% false positives; 0 = no filter).
+    pub bloom_bits_per_key: u32,
+    /// A memtable is frozen and flushed when its size passes this (default 64 MiB).
+    pub memtable_max_bytes: usize,
+    /// ... or when it holds this many entries (default: no limit; the lesson uses 25,000).
+    pub memtable_max_entries: Option<usize>,
+    /// Automatic (minor, size-tiered) compaction starts when this many runs of
+    /// similar size sit side by side (default 4; 0 = automatic compaction off).
+    pub compaction_trigger: usize,
+    /// Compaction output files are cut at this size (default 64 MiB).
+    pub target_file_bytes: u64,
+    /// ... or at this many entries (default: no limit; the lesson uses 25,000).
+    pub target_file_entries: Option<u64>,
+}
+
+impl Default for FamilyOptions {
+    fn default() -> Self {
+        FamilyOptions {
+            max_versions: 1,
+            ttl: None,
+            block_size: 4096,
+            bloom_bits_per_key: 10,
+            memtable_max_bytes: 64 << 20,
+            memtable_max_entries: None,
+            compaction_trigger: 4,
+            target_file_bytes: 64 << 20,
+            target_file_entries: None,
+        }
+    }
+}
+
+impl FamilyOptions {
+    /// Sets `max_versions`.
+    pub fn max_versions(mut self, n: u32) -> Self {
+        self.max_versions = n;
+        self
+    }
+    /// Sets the time to live.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+    /// Sets the memtable limit in entries.
+    pub fn memtable_max_entries(mut self, n: usize) -> Self {
+        self.memtable_max_entries = Some(n);
+        self
+    }
+    /// Sets the memtable limit in bytes.
+    pub fn memtable_max_bytes(mut self, n: usize) -> Self {
+        self.memtable_max_bytes = n;
+        self
+    }
+    /// Sets the compaction output size in entries.
+    pub fn target_file_entries(mut self, n: u64) -> Self {
+        self.target_file_entries = Some(n);
+        self
+    }
+    /// Sets the compaction output size in bytes.
+    pub fn target_file_bytes(mut self, n: u64) -> Self {
+        self.target_file_bytes = n;
+        self
+    }
+    /// Sets the compaction trigger (0 turns automatic compaction off).
+    pub fn compaction_trigger(mut self, n: usize) -> Self {
+        self.compaction_trigger = n;
+        self
+    }
+    /// Sets the bloom filter size.
+    pub fn bloom_bits_per_key(mut self, bits: u32) -> Self {
+        self.bloom_bits_per_key = bits;
+        self
+    }
+    /// Sets the block size.
+    pub fn block_size(mut self, bytes: usize) -> Self {
+        self.block_size = bytes;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.max_versions == 0 {
+            return Err(Error::InvalidArgument("max_versions must be at least 1".into()));
+        }
+        if self.block_size < 64 || self.block_size > (16 << 20) {
+            return Err(Error::InvalidArgument("block_size must be between 64 bytes and 16 MiB".into()));
+        }
+        if self.bloom_bits_per_key > 64 {
+            return Err(Error::InvalidArgument("bloom_bits_per_key must be at most 64".into()));
+        }
+        if self.memtable_max_bytes < 1024 || self.memtable_max_entries == Some(0) {
+            return Err(Error::InvalidArgument("memtable limits must allow at least one entry".into()));
+        }
+        if self.target_file_bytes == 0 || self.target_file_entries == Some(0) {
+            return Err(Error::InvalidArgument("target file size must be positive".into()));
+        }
+        Ok(())
+    }
+
+    /// Encodes the options for the manifest: a version byte, then fixed fields.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = vec![1u8];
+        out.extend_from_slice(&self.max_versions.to_le_bytes());
+        out.extend_from_slice(&self.ttl.map_or(u64::MAX, |t| t.as_millis() as u64).to_le_bytes());
+        out.extend_from_slice(&(self.block_size as u64).to_le_bytes());
+        out.extend_from_slice(&self.bloom_bits_per_key.to_le_bytes());
+        out.extend_from_slice(&(self.memtable_max_bytes as u64).to_le_bytes());
+        out.extend_from_slice(&self.memtable_max_entries.map_or(u64::MAX, |n| n as u64).to_le_bytes());
+        out.extend_from_slice(&(self.compaction_trigger as u64).to_le_bytes());
+        out.extend_from_slice(&self.target_file_bytes.to_le_bytes());
+        out.extend_from_slice(&self.target_file_entries.unwrap_or(u64::MAX).to_le_bytes());
+        out
+    }
+
+    /// Decodes what [`FamilyOptions::encode`] wrote; `None` if the bytes are not options.
+    pub(crate) fn decode(bytes: &[u8]) -> Option<FamilyOptions> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take::<1>()? != [1] {
+            return None;
+        }
+        let max_versions = u32::from_le_bytes(r.take()?);
+        let ttl = r.u64()?;
+        let block_size = r.u64()? as usize;
+        let bloom_bits_per_key = u32::from_le_bytes(r.take()?);
+        let memtable_max_bytes = r.u64()? as usize;
+        let memtable_max_entries = r.u64()?;
+        let compaction_trigger = r.u64()? as usize;
+        let target_file_bytes = r.u64()?;
+        let target_file_entries = r.u64()?;
+        let options = FamilyOptions {
+            max_versions,
+            ttl: (ttl != u64::MAX).then(|| Duration::from_millis(ttl)),
+            block_size,
+            bloom_bits_per_key,
+            memtable_max_bytes,
+            memtable_max_entries: (memtable_max_entries != u64::MAX).then_some(memtable_max_entries as usize),
+            compaction_trigger,
+            target_file_bytes,
+            target_file_entries: (target_file_entries != u64::MAX).then_some(target_file_entries),
+        };
+        options.validate().ok()?;
+        Some(options)
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let out = self.bytes.get(self.at..self.at + N)?.try_into().ok()?;
+        self.at += N;
+        Some(out)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take()?))
+    }
+}
+
+/// Checks a family name: `[a-z0-9_]{1,64}`. A name is never a path, so it cannot
+/// escape the store's folder (`..`, `/` and the empty name are all refused).
+pub fn validate_family_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidFamilyName(name.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_round_trip_through_the_manifest_encoding() {
+        let options = FamilyOptions::default()
+            .max_versions(3)
+            .ttl(Duration::from_secs(60))
+            .memtable_max_entries(25_000)
+            .target_file_entries(25_000);
+        assert_eq!(FamilyOptions::decode(&options.encode()), Some(options));
+        assert_eq!(FamilyOptions::decode(&FamilyOptions::default().encode()), Some(FamilyOptions::default()));
+        assert_eq!(FamilyOptions::decode(&[1, 2, 3]), None);
+    }
+
+    #[test]
+    fn family_names_cannot_be_paths() {
+        for bad in ["", "../x", "a/b", ".", "A", "é", &"a".repeat(65)] {
+            assert!(matches!(validate_family_name(bad), Err(Error::InvalidFamilyName(_))), "{bad:?}");
+        }
+        for good in ["a", "loans_by_book", "f0", &"z".repeat(64)] {
+            assert!(validate_family_name(good).is_ok(), "{good:?}");
+        }
+    }
+}

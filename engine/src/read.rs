@@ -1,0 +1,515 @@
+//! The read path: point reads, slices of a row, and scans over rows, on a snapshot.
+//!
+//! A [`Snapshot`] is an `Arc` of the version current when it was taken plus the
+//! last sequence number then visible. Everything read through it sees exactly
+//! the writes up to that number, however long it is held, while writers,
+//! flushes and compactions go on.
+//!
+//! * A **point read** (`get`) consults the sources newest first and stops at the
+//!   first decisive hit: once it holds a version `(ts, seq)`, a source whose
+//!   largest timestamp and sequence are not newer cannot change the answer.
+//! * A **range read** (`get_row`, `slice`, `scan`) merges every source that may
+//!   hold keys in the range ([`crate::merge`]) and passes the merged stream
+//!   through the visibility step ([`crate::visibility`]).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use cellar_sstable::ReadCost;
+
+use crate::error::{Error, Result};
+use crate::key::{self, Kind};
+use crate::merge::MergeIterator;
+use crate::source::sources;
+use crate::trace::{Settled, SourceTrace, Trace};
+use crate::version::{FamilyVersion, Version};
+use crate::visibility::Visibility;
+
+/// One version of one column of a row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// Column name.
+    pub column: Bytes,
+    /// Timestamp of this version (milliseconds by default).
+    pub timestamp: u64,
+    /// The value.
+    pub value: Bytes,
+}
+
+/// A row as a scan returns it: its key and its visible cells in column order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// Row key.
+    pub key: Bytes,
+    /// Latest version of each live column, in column order.
+    pub cells: Vec<Cell>,
+}
+
+/// Which columns of a row a slice returns.
+///
+/// ```
+/// use cellar_engine::ColumnRange;
+/// // March 2024 of a loan history, newest ten first:
+/// let march = ColumnRange::between("loan|2024-03", "loan|2024-04").reverse().limit(10);
+/// assert_eq!(march.limit, Some(10));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ColumnRange {
+    /// First column (inclusive); `None` = from the start of the row.
+    pub from: Option<Bytes>,
+    /// End column (exclusive); `None` = to the end of the row.
+    pub to: Option<Bytes>,
+    /// Return at most this many cells.
+    pub limit: Option<usize>,
+    /// Return the last cells of the range first.
+    pub reverse: bool,
+}
+
+impl ColumnRange {
+    /// Every column.
+    pub fn all() -> ColumnRange {
+        ColumnRange::default()
+    }
+    /// Columns in `[from, to)`.
+    pub fn between(from: impl AsRef<[u8]>, to: impl AsRef<[u8]>) -> ColumnRange {
+        ColumnRange {
+            from: Some(Bytes::copy_from_slice(from.as_ref())),
+            to: Some(Bytes::copy_from_slice(to.as_ref())),
+            ..ColumnRange::default()
+        }
+    }
+    /// Columns at or after `from`.
+    pub fn starting_at(from: impl AsRef<[u8]>) -> ColumnRange {
+        ColumnRange {
+            from: Some(Bytes::copy_from_slice(from.as_ref())),
+            ..ColumnRange::default()
+        }
+    }
+    /// Columns starting with `prefix`.
+    pub fn prefix(prefix: impl AsRef<[u8]>) -> ColumnRange {
+        let p = prefix.as_ref();
+        ColumnRange {
+            from: Some(Bytes::copy_from_slice(p)),
+            to: key::prefix_successor(p).map(Bytes::from),
+            ..ColumnRange::default()
+        }
+    }
+    /// At most `n` cells.
+    pub fn limit(mut self, n: usize) -> ColumnRange {
+        self.limit = Some(n);
+        self
+    }
+    /// Last columns first.
+    pub fn reverse(mut self) -> ColumnRange {
+        self.reverse = true;
+        self
+    }
+}
+
+/// Which rows a scan returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowRange {
+    /// First row (inclusive).
+    pub from: Option<Bytes>,
+    /// End row (exclusive).
+    pub to: Option<Bytes>,
+    /// Only rows starting with these bytes.
+    pub prefix: Option<Bytes>,
+    /// Return at most this many rows.
+    pub limit: Option<usize>,
+}
+
+impl RowRange {
+    /// Every row.
+    pub fn all() -> RowRange {
+        RowRange::default()
+    }
+    /// Rows in `[from, to)`.
+    pub fn between(from: impl AsRef<[u8]>, to: impl AsRef<[u8]>) -> RowRange {
+        RowRange {
+            from: Some(Bytes::copy_from_slice(from.as_ref())),
+            to: Some(Bytes::copy_from_slice(to.as_ref())),
+            ..RowRange::default()
+        }
+    }
+    /// Rows whose key starts with `prefix`.
+    pub fn prefix(prefix: impl AsRef<[u8]>) -> RowRange {
+        RowRange {
+            prefix: Some(Bytes::copy_from_slice(prefix.as_ref())),
+            ..RowRange::default()
+        }
+    }
+    /// At most `n` rows.
+    pub fn limit(mut self, n: usize) -> RowRange {
+        self.limit = Some(n);
+        self
+    }
+
+    /// The range as internal keys `[start, end)`.
+    fn key_range(&self) -> (Vec<u8>, Option<Vec<u8>>) {
+        let mut start = Vec::new();
+        let mut end: Option<Vec<u8>> = None;
+        if let Some(from) = &self.from {
+            start = key::row_prefix(from);
+        }
+        if let Some(to) = &self.to {
+            end = Some(key::row_prefix(to));
+        }
+        if let Some(prefix) = &self.prefix {
+            let mut escaped = Vec::new();
+            key::escape_into(prefix, &mut escaped);
+            let prefix_end = key::prefix_successor(&escaped);
+            if escaped > start {
+                start = escaped;
+            }
+            end = match (end, prefix_end) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        (start, end)
+    }
+}
+
+/// A consistent view of the store at one moment.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub(crate) version: Arc<Version>,
+    pub(crate) sequence: u64,
+    pub(crate) now_ms: u64,
+}
+
+impl Snapshot {
+    /// The last sequence number this snapshot sees.
+    pub fn sequence(&self) -> u64 {
+        self.sequence
+    }
+
+    fn family(&self, name: &str) -> Result<&Arc<FamilyVersion>> {
+        self.version.family(name).ok_or_else(|| Error::UnknownFamily(name.to_string()))
+    }
+
+    fn expire_before(&self, family: &FamilyVersion) -> u64 {
+        family
+            .options
+            .ttl
+            .map_or(0, |ttl| self.now_ms.saturating_sub(ttl.as_millis() as u64))
+    }
+
+    /// The latest live version of one cell.
+    pub fn get(&self, family: &str, row: impl AsRef<[u8]>, column: impl AsRef<[u8]>) -> Result<Option<Cell>> {
+        Ok(self.get_traced(family, row, column)?.0)
+    }
+
+    /// [`Snapshot::get`], with the read's [`Trace`].
+    pub fn get_traced(&self, family: &str, row: impl AsRef<[u8]>, column: impl AsRef<[u8]>) -> Result<(Option<Cell>, Trace)> {
+        let fam = self.family(family)?;
+        let (row, column) = (row.as_ref(), column.as_ref());
+        let row_prefix = key::row_prefix(row);
+        let row_end = key::prefix_successor(&row_prefix);
+        let tombstone_prefix = key::row_tombstone_prefix(row);
+        let cell_prefix = key::cell_prefix(row, column);
+
+        // The newest entry seen so far for this cell or its row: (ts, seq, kind, value).
+        let mut best: Option<(u64, u64, Kind, Bytes)> = None;
+        let mut trace = Trace::default();
+        for source in sources(fam) {
+            if let Some((ts, seq, _, _)) = &best {
+                // Nothing in this source is newer than what we hold: the answer is known.
+                if source.max_ts_seq() <= (*ts, *seq) {
+                    break;
+                }
+            }
+            let mut cost = ReadCost::default();
+            let settled = source.settle(&row_prefix, row_end.as_deref(), Some(&row_prefix), &mut cost);
+            let mut st = SourceTrace::new(source.kind(), settled);
+            if settled == Settled::Searched {
+                let mut candidates = Vec::with_capacity(2);
+                if source.has_tombstones() {
+                    candidates.push(source.newest_with_prefix(&tombstone_prefix, self.sequence, &mut st, &mut cost)?);
+                }
+                candidates.push(source.newest_with_prefix(&cell_prefix, self.sequence, &mut st, &mut cost)?);
+                for (k, value) in candidates.into_iter().flatten() {
+                    if let Some((ts, seq, kind)) = key::suffix(&k) {
+                        if best.as_ref().is_none_or(|b| (ts, seq) > (b.0, b.1)) {
+                            best = Some((ts, seq, kind, value));
+                        }
+                    }
+                }
+            }
+            st.add_cost(&cost);
+            trace.sources.push(st);
+        }
+        let cell = match best {
+            Some((ts, _, Kind::Put, value)) if ts >= self.expire_before(fam) => Some(Cell {
+                column: Bytes::copy_from_slice(column),
+                timestamp: ts,
+                value,
+            }),
+            _ => None,
+        };
+        trace.entries_returned = u64::from(cell.is_some());
+        Ok((cell, trace))
+    }
+
+    /// Up to the family's `max_versions` live versions of one cell, newest first.
+    pub fn versions(&self, family: &str, row: impl AsRef<[u8]>, column: impl AsRef<[u8]>) -> Result<Vec<Cell>> {
+        let fam = self.family(family)?;
+        let (row, column) = (row.as_ref(), column.as_ref());
+        let start = key::cell_prefix(row, column);
+        let end = key::prefix_successor(&start);
+        let mut read = RangeRead::new(self, fam, start, end, Some(row), fam.options.max_versions)?;
+        let mut out = Vec::new();
+        while let Some((_, cell)) = read.next_cell()? {
+            out.push(cell);
+        }
+        Ok(out)
+    }
+
+    /// Every live column of a row, latest versions, in column order.
+    pub fn get_row(&self, family: &str, row: impl AsRef<[u8]>) -> Result<Vec<Cell>> {
+        self.slice(family, row, &ColumnRange::all())
+    }
+
+    /// [`Snapshot::get_row`], with the read's [`Trace`].
+    pub fn get_row_traced(&self, family: &str, row: impl AsRef<[u8]>) -> Result<(Vec<Cell>, Trace)> {
+        self.slice_traced(family, row, &ColumnRange::all())
+    }
+
+    /// The latest versions of a row's columns in a range, in column order (or reversed).
+    pub fn slice(&self, family: &str, row: impl AsRef<[u8]>, columns: &ColumnRange) -> Result<Vec<Cell>> {
+        Ok(self.slice_traced(family, row, columns)?.0)
+    }
+
+    /// [`Snapshot::slice`], with the read's [`Trace`].
+    ///
+    /// A reverse slice reads the range forward and keeps the last `limit` cells:
+    /// its trace shows the whole range read.
+    pub fn slice_traced(&self, family: &str, row: impl AsRef<[u8]>, columns: &ColumnRange) -> Result<(Vec<Cell>, Trace)> {
+        let fam = self.family(family)?;
+        let row = row.as_ref();
+        let row_prefix = key::row_prefix(row);
+        let start = match &columns.from {
+            Some(from) => {
+                let mut k = row_prefix.clone();
+                key::escape_into(from, &mut k);
+                k
+            }
+            None => row_prefix.clone(),
+        };
+        let end = match &columns.to {
+            Some(to) => {
+                let mut k = row_prefix.clone();
+                key::escape_into(to, &mut k);
+                Some(k)
+            }
+            None => key::prefix_successor(&row_prefix),
+        };
+        let mut read = RangeRead::new(self, fam, start, end, Some(row), 1)?;
+        let limit = columns.limit.unwrap_or(usize::MAX);
+        let mut out = VecDeque::new();
+        if limit > 0 {
+            while let Some((_, cell)) = read.next_cell()? {
+                out.push_back(cell);
+                if out.len() > limit {
+                    out.pop_front();
+                }
+                if !columns.reverse && out.len() == limit {
+                    break;
+                }
+            }
+        }
+        let mut cells: Vec<Cell> = out.into();
+        if columns.reverse {
+            cells.reverse();
+        }
+        let mut trace = read.trace();
+        trace.entries_returned = cells.len() as u64;
+        Ok((cells, trace))
+    }
+
+    /// The rows of a range, as an iterator of rows (latest version of each live column).
+    pub fn scan(&self, family: &str, rows: &RowRange) -> Result<Scan> {
+        let fam = self.family(family)?;
+        let (start, end) = rows.key_range();
+        let read = RangeRead::new(self, fam, start, end, None, 1)?;
+        Ok(Scan {
+            read,
+            pending: None,
+            remaining: rows.limit.unwrap_or(usize::MAX),
+            returned: 0,
+        })
+    }
+}
+
+/// A merged, visibility-filtered walk over one family's key range.
+struct RangeRead {
+    merge: MergeIterator,
+    visibility: Visibility,
+    /// Traces of every source, in source order; `cursor_of[i]` maps a searched
+    /// source to its cursor in `merge`.
+    traces: Vec<SourceTrace>,
+    cursor_of: Vec<Option<usize>>,
+    costs: Vec<ReadCost>,
+}
+
+impl RangeRead {
+    /// Sets up a walk of `[start, end)`. With `row`, the walk is inside one row:
+    /// table files are settled by their bloom filter too, and when the range
+    /// starts after the row's first key, each source is probed for the row's
+    /// tombstones first (they sort before every column).
+    fn new(snap: &Snapshot, fam: &FamilyVersion, start: Vec<u8>, end: Option<Vec<u8>>, row: Option<&[u8]>, versions: u32) -> Result<RangeRead> {
+        let mut visibility = Visibility::new(snap.sequence, versions, snap.expire_before(fam));
+        let end_bytes = end.clone().map(Bytes::from);
+        let row_prefix = row.map(key::row_prefix);
+        let tombstone_prefix = row.map(key::row_tombstone_prefix);
+        let probe_tombstones = row_prefix.as_ref().is_some_and(|p| start.as_slice() > p.as_slice());
+        let mut row_tombstone: Option<(u64, u64)> = None;
+
+        let mut cursors = Vec::new();
+        let mut traces = Vec::new();
+        let mut cursor_of = Vec::new();
+        let mut costs = Vec::new();
+        for source in sources(fam) {
+            let mut cost = ReadCost::default();
+            let settle_start = row_prefix.as_deref().filter(|_| probe_tombstones).unwrap_or(&start);
+            let settled = source.settle(settle_start, end.as_deref(), row_prefix.as_deref(), &mut cost);
+            let mut st = SourceTrace::new(source.kind(), settled);
+            if settled == Settled::Searched {
+                if let (true, Some(tp)) = (probe_tombstones && source.has_tombstones(), &tombstone_prefix) {
+                    if let Some((k, _)) = source.newest_with_prefix(tp, snap.sequence, &mut st, &mut cost)? {
+                        if let Some((ts, seq, _)) = key::suffix(&k) {
+                            row_tombstone = row_tombstone.max(Some((ts, seq)));
+                        }
+                    }
+                }
+                cursor_of.push(Some(cursors.len()));
+                cursors.push(source.cursor(&start, end_bytes.clone())?);
+            } else {
+                cursor_of.push(None);
+            }
+            traces.push(st);
+            costs.push(cost);
+        }
+        if let (true, Some(rp)) = (probe_tombstones, &row_prefix) {
+            visibility.preset_row_tombstone(rp, row_tombstone);
+        }
+        Ok(RangeRead {
+            merge: MergeIterator::new(cursors),
+            visibility,
+            traces,
+            cursor_of,
+            costs,
+        })
+    }
+
+    /// The next visible entry as `(key, value)`.
+    fn next_visible(&mut self) -> Result<Option<(Bytes, Bytes)>> {
+        while self.merge.valid() {
+            let visible = self.visibility.admit(self.merge.key());
+            let out = visible.then(|| (Bytes::copy_from_slice(self.merge.key()), self.merge.value()));
+            self.merge.next()?;
+            if out.is_some() {
+                return Ok(out);
+            }
+        }
+        Ok(None)
+    }
+
+    /// The next visible cell, with its encoded row prefix.
+    fn next_cell(&mut self) -> Result<Option<(Bytes, Cell)>> {
+        let Some((k, value)) = self.next_visible()? else {
+            return Ok(None);
+        };
+        let Some(parsed) = key::parse(&k) else {
+            return Err(Error::corruption("<merged read>", 0, "an entry's key does not decode"));
+        };
+        let row = Bytes::from(parsed.row);
+        Ok(Some((
+            row,
+            Cell {
+                column: Bytes::from(parsed.column),
+                timestamp: parsed.timestamp,
+                value,
+            },
+        )))
+    }
+
+    /// The trace so far.
+    fn trace(&self) -> Trace {
+        let cursors = self.merge.cursors();
+        let sources = self
+            .traces
+            .iter()
+            .zip(&self.cursor_of)
+            .zip(&self.costs)
+            .map(|((st, index), probe_cost)| {
+                let mut st = st.clone();
+                let mut cost = probe_cost.clone();
+                if let Some(c) = index.and_then(|i| cursors.get(i)) {
+                    st.entries_examined += c.examined();
+                    if let Some(cursor_cost) = c.cost() {
+                        cost.add(cursor_cost);
+                    }
+                }
+                st.add_cost(&cost);
+                st
+            })
+            .collect();
+        Trace {
+            sources,
+            entries_returned: 0,
+        }
+    }
+}
+
+/// An iterator over the rows of a scan. [`Scan::trace`] tells what it has cost so far.
+pub struct Scan {
+    read: RangeRead,
+    pending: Option<(Bytes, Cell)>,
+    remaining: usize,
+    returned: u64,
+}
+
+impl Scan {
+    /// The cost of the scan so far.
+    pub fn trace(&self) -> Trace {
+        let mut trace = self.read.trace();
+        trace.entries_returned = self.returned;
+        trace
+    }
+
+    fn next_row(&mut self) -> Result<Option<Row>> {
+        if self.remaining == 0 {
+            return Ok(None);
+        }
+        let first = match self.pending.take() {
+            Some(p) => p,
+            None => match self.read.next_cell()? {
+                Some(c) => c,
+                None => return Ok(None),
+            },
+        };
+        let (row_key, cell) = first;
+        let mut cells = vec![cell];
+        while let Some((row, cell)) = self.read.next_cell()? {
+            if row != row_key {
+                self.pending = Some((row, cell));
+                break;
+            }
+            cells.push(cell);
+        }
+        self.remaining -= 1;
+        self.returned += 1;
+        Ok(Some(Row { key: row_key, cells }))
+    }
+}
+
+impl Iterator for Scan {
+    type Item = Result<Row>;
+
+    fn next(&mut self) -> Option<Result<Row>> {
+        self.next_row().transpose()
+    }
+}

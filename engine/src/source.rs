@@ -1,0 +1,239 @@
+//! Sources: the memtables and table files a read consults, behind one cursor type.
+//!
+//! A cursor walks one source in key order inside a half-open key range
+//! `[start, end)` and counts what it produced, so the read can report, per
+//! source, how many entries it examined and which blocks it read.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use cellar_sstable::{ReadCost, TableIter};
+
+use crate::error::Result;
+use crate::key;
+use crate::memtable::Memtable;
+use crate::trace::{Settled, SourceKind, SourceTrace};
+use crate::version::{FamilyVersion, TableFile};
+
+/// Entries copied out of a memtable per refill: large enough that re-seeking
+/// the skip list is rare, small enough to cost little when a read stops early.
+const MEMTABLE_CHUNK: usize = 64;
+
+/// One source of a family, newest first in [`sources`].
+#[derive(Clone)]
+pub(crate) enum Source {
+    Memtable { memtable: Arc<Memtable>, active: bool },
+    Table(Arc<TableFile>),
+}
+
+/// The sources of a family, newest first: active memtable, frozen memtables, tables.
+pub(crate) fn sources(family: &FamilyVersion) -> Vec<Source> {
+    let mut out = Vec::with_capacity(1 + family.frozen.len() + family.tables.len());
+    out.push(Source::Memtable {
+        memtable: family.active.clone(),
+        active: true,
+    });
+    out.extend(family.frozen.iter().map(|m| Source::Memtable {
+        memtable: m.clone(),
+        active: false,
+    }));
+    out.extend(family.tables.iter().map(|t| Source::Table(t.clone())));
+    out
+}
+
+impl Source {
+    pub fn kind(&self) -> SourceKind {
+        match self {
+            Source::Memtable { active: true, .. } => SourceKind::ActiveMemtable,
+            Source::Memtable { active: false, .. } => SourceKind::FrozenMemtable,
+            Source::Table(t) => SourceKind::Table {
+                file_id: t.meta.file_id,
+                run: t.meta.run,
+            },
+        }
+    }
+
+    /// Largest timestamp and sequence number the source may hold.
+    pub fn max_ts_seq(&self) -> (u64, u64) {
+        match self {
+            Source::Memtable { memtable, .. } => (memtable.max_ts(), memtable.max_seq()),
+            Source::Table(t) => (t.meta.max_ts, t.meta.max_seq),
+        }
+    }
+
+    /// Whether the source may hold tombstones.
+    pub fn has_tombstones(&self) -> bool {
+        match self {
+            Source::Memtable { memtable, .. } => memtable.tombstones() > 0,
+            Source::Table(t) => t.meta.tombstones > 0,
+        }
+    }
+
+    /// Settles a table from metadata when it can: by its key range (does it hold
+    /// any key in `[start, end)`?), then by its bloom filter for `row` (the encoded
+    /// row prefix), when the read is about one row. Memtables are always searched.
+    pub fn settle(&self, start: &[u8], end: Option<&[u8]>, row: Option<&[u8]>, cost: &mut ReadCost) -> Settled {
+        let Source::Table(t) = self else {
+            return Settled::Searched;
+        };
+        let after_range = t.meta.last_key.as_slice() < start;
+        let before_range = end.is_some_and(|e| t.meta.first_key.as_slice() >= e);
+        if after_range || before_range {
+            return Settled::KeyRange;
+        }
+        if let Some(row) = row {
+            if !t.table.may_contain(row, cost) {
+                return Settled::Filter;
+            }
+        }
+        Settled::Searched
+    }
+
+    /// The first entry with a key starting with `prefix` and a sequence number
+    /// at most `snapshot`: the newest visible version of one cell in this source.
+    pub fn newest_with_prefix(&self, prefix: &[u8], snapshot: u64, trace: &mut SourceTrace, cost: &mut ReadCost) -> Result<Option<(Bytes, Bytes)>> {
+        match self {
+            Source::Memtable { memtable, .. } => {
+                let (hit, examined) = memtable.newest_with_prefix(prefix, snapshot);
+                trace.entries_examined += examined;
+                Ok(hit)
+            }
+            Source::Table(t) => {
+                let mut iter = t.table.iter();
+                let result = (|| -> Result<Option<(Bytes, Bytes)>> {
+                    iter.seek(&key::seek_key(prefix))?;
+                    while iter.valid() && iter.key().starts_with(prefix) {
+                        trace.entries_examined += 1;
+                        if key::suffix(iter.key()).is_some_and(|(_, seq, _)| seq <= snapshot) {
+                            return Ok(Some((Bytes::copy_from_slice(iter.key()), iter.value())));
+                        }
+                        iter.next()?;
+                    }
+                    Ok(None)
+                })();
+                cost.add(iter.cost());
+                result
+            }
+        }
+    }
+
+    /// A cursor over `[start, end)`, positioned at its first entry.
+    pub fn cursor(&self, start: &[u8], end: Option<Bytes>) -> Result<Cursor> {
+        let inner = match self {
+            Source::Memtable { memtable, .. } => {
+                let mut c = MemCursor {
+                    memtable: memtable.clone(),
+                    chunk: Vec::with_capacity(MEMTABLE_CHUNK),
+                    at: 0,
+                    exhausted: false,
+                };
+                memtable.chunk_from(start, true, MEMTABLE_CHUNK, &mut c.chunk);
+                c.exhausted = c.chunk.len() < MEMTABLE_CHUNK;
+                CursorInner::Mem(c)
+            }
+            Source::Table(t) => {
+                let mut iter = t.table.iter();
+                iter.seek(start)?;
+                CursorInner::Table(iter)
+            }
+        };
+        let mut cursor = Cursor {
+            inner,
+            end,
+            examined: 0,
+            valid: false,
+        };
+        cursor.check_valid();
+        Ok(cursor)
+    }
+}
+
+struct MemCursor {
+    memtable: Arc<Memtable>,
+    chunk: Vec<(Bytes, Bytes)>,
+    at: usize,
+    exhausted: bool,
+}
+
+enum CursorInner {
+    Mem(MemCursor),
+    Table(TableIter),
+}
+
+/// A position in one source, bounded above by `end`.
+pub(crate) struct Cursor {
+    inner: CursorInner,
+    end: Option<Bytes>,
+    examined: u64,
+    valid: bool,
+}
+
+impl Cursor {
+    fn raw_key(&self) -> Option<&[u8]> {
+        match &self.inner {
+            CursorInner::Mem(m) => m.chunk.get(m.at).map(|(k, _)| k.as_ref()),
+            CursorInner::Table(t) => t.valid().then(|| t.key()),
+        }
+    }
+
+    fn check_valid(&mut self) {
+        self.valid = match (self.raw_key(), &self.end) {
+            (None, _) => false,
+            (Some(k), Some(end)) => k < end.as_ref(),
+            (Some(_), None) => true,
+        };
+        if self.valid {
+            self.examined += 1;
+        }
+    }
+
+    /// Whether the cursor is on an entry inside its range.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key (empty when not valid).
+    pub fn key(&self) -> &[u8] {
+        self.raw_key().unwrap_or(&[])
+    }
+
+    /// The current value (zero-copy).
+    pub fn value(&self) -> Bytes {
+        match &self.inner {
+            CursorInner::Mem(m) => m.chunk.get(m.at).map(|(_, v)| v.clone()).unwrap_or_default(),
+            CursorInner::Table(t) => t.value(),
+        }
+    }
+
+    /// Moves to the next entry.
+    pub fn next(&mut self) -> Result<()> {
+        match &mut self.inner {
+            CursorInner::Mem(m) => {
+                m.at += 1;
+                if m.at >= m.chunk.len() && !m.exhausted {
+                    let last = m.chunk.last().map(|(k, _)| k.clone()).unwrap_or_default();
+                    m.chunk.clear();
+                    m.at = 0;
+                    m.memtable.chunk_from(&last, false, MEMTABLE_CHUNK, &mut m.chunk);
+                    m.exhausted = m.chunk.len() < MEMTABLE_CHUNK;
+                }
+            }
+            CursorInner::Table(t) => t.next()?,
+        }
+        self.check_valid();
+        Ok(())
+    }
+
+    /// Entries produced inside the range so far.
+    pub fn examined(&self) -> u64 {
+        self.examined
+    }
+
+    /// Blocks this cursor read (nothing for a memtable).
+    pub fn cost(&self) -> Option<&ReadCost> {
+        match &self.inner {
+            CursorInner::Mem(_) => None,
+            CursorInner::Table(t) => Some(t.cost()),
+        }
+    }
+}

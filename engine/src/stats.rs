@@ -1,0 +1,241 @@
+//! Store and family statistics: what was written, what is stored, what is live.
+//!
+//! Definitions (the lesson tables are printed from them):
+//! * **user bytes** of a write: row + column + value lengths.
+//! * **stored entries**: entries in memtables and table files, every version
+//!   and tombstone included; **live entries**: the cells a reader can see
+//!   (up to `max_versions` versions of each live column).
+//! * **stored bytes**: internal key + value bytes of the stored entries; **live
+//!   bytes**: the same for the live entries. Table files also hold block
+//!   trailers, restart arrays, the index and the filter, counted in
+//!   `table_bytes` (their size on disk) but in neither of these.
+//! * **space amplification**: stored / live, by entries and by bytes.
+//! * **write amplification**: bytes the store wrote to disk (log + flushes +
+//!   compaction output) / user bytes.
+
+use std::sync::atomic::Ordering;
+
+use crate::error::Result;
+use crate::key;
+use crate::merge::MergeIterator;
+use crate::source::{sources, Source};
+use crate::store::{now_ms, Inner};
+use crate::version::{FamilyVersion, Version};
+use crate::visibility::Visibility;
+
+/// One table file, as `files` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableInfo {
+    /// Family name.
+    pub family: String,
+    /// File number.
+    pub file_id: u64,
+    /// Sorted run.
+    pub run: u64,
+    /// Path of the file.
+    pub path: std::path::PathBuf,
+    /// Bytes on disk.
+    pub size: u64,
+    /// Entries stored.
+    pub entries: u64,
+    /// Tombstones stored.
+    pub tombstones: u64,
+    /// Data blocks.
+    pub data_blocks: u64,
+    /// Smallest internal key.
+    pub first_key: Vec<u8>,
+    /// Largest internal key.
+    pub last_key: Vec<u8>,
+}
+
+/// Statistics of one column family.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FamilyStats {
+    /// Family name.
+    pub name: String,
+    /// Entries in the active memtable.
+    pub memtable_entries: u64,
+    /// Approximate memory of the active memtable.
+    pub memtable_bytes: u64,
+    /// Frozen memtables waiting for flush.
+    pub frozen_memtables: u64,
+    /// Table files.
+    pub table_files: u64,
+    /// Sorted runs.
+    pub runs: u64,
+    /// Bytes of table files on disk.
+    pub table_bytes: u64,
+    /// Sizes of the table files, newest run first.
+    pub file_sizes: Vec<u64>,
+    /// Entries stored (memtables and tables).
+    pub stored_entries: u64,
+    /// Tombstones stored.
+    pub tombstones: u64,
+    /// Entries a reader can see.
+    pub live_entries: u64,
+    /// Key + value bytes of stored entries.
+    pub stored_bytes: u64,
+    /// Key + value bytes of live entries.
+    pub live_bytes: u64,
+    /// Writes applied to this family.
+    pub user_entries_written: u64,
+    /// Their user bytes (row + column + value).
+    pub user_bytes_written: u64,
+    /// Flushes done since the store was opened.
+    pub flushes: u64,
+    /// Bytes written by flushes.
+    pub flush_bytes_written: u64,
+    /// Compactions done since the store was opened.
+    pub compactions: u64,
+    /// Bytes compactions read.
+    pub compaction_bytes_read: u64,
+    /// Bytes compactions wrote.
+    pub compaction_bytes_written: u64,
+}
+
+impl FamilyStats {
+    /// Stored entries / live entries (1.0 when nothing is live).
+    pub fn space_amplification(&self) -> f64 {
+        ratio(self.stored_entries, self.live_entries)
+    }
+    /// Stored bytes / live bytes.
+    pub fn space_amplification_bytes(&self) -> f64 {
+        ratio(self.stored_bytes, self.live_bytes)
+    }
+    /// (flush + compaction bytes written) / user bytes: the family's share of
+    /// write amplification, without the shared log.
+    pub fn write_amplification(&self) -> f64 {
+        ratio(self.flush_bytes_written + self.compaction_bytes_written, self.user_bytes_written)
+    }
+}
+
+/// Statistics of a store.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Per family, in id order.
+    pub families: Vec<FamilyStats>,
+    /// Bytes appended to the write-ahead log since open (record headers included).
+    pub log_bytes_written: u64,
+}
+
+impl Stats {
+    /// The family with this name.
+    pub fn family(&self, name: &str) -> Option<&FamilyStats> {
+        self.families.iter().find(|f| f.name == name)
+    }
+    /// Writes applied, all families.
+    pub fn user_entries_written(&self) -> u64 {
+        self.families.iter().map(|f| f.user_entries_written).sum()
+    }
+    /// User bytes written, all families.
+    pub fn user_bytes_written(&self) -> u64 {
+        self.families.iter().map(|f| f.user_bytes_written).sum()
+    }
+    /// Bytes written to disk: log + flushes + compactions.
+    pub fn disk_bytes_written(&self) -> u64 {
+        self.log_bytes_written
+            + self
+                .families
+                .iter()
+                .map(|f| f.flush_bytes_written + f.compaction_bytes_written)
+                .sum::<u64>()
+    }
+    /// Disk bytes written / user bytes written.
+    pub fn write_amplification(&self) -> f64 {
+        ratio(self.disk_bytes_written(), self.user_bytes_written())
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        1.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn family_stats(inner: &Inner, fam: &FamilyVersion) -> Result<FamilyStats> {
+    let c = &fam.counters;
+    let mut s = FamilyStats {
+        name: fam.name.clone(),
+        memtable_entries: fam.active.entries() as u64,
+        memtable_bytes: fam.active.bytes() as u64,
+        frozen_memtables: fam.frozen.len() as u64,
+        table_files: fam.tables.len() as u64,
+        runs: fam.runs().len() as u64,
+        table_bytes: fam.tables.iter().map(|t| t.meta.size).sum(),
+        file_sizes: fam.tables.iter().map(|t| t.meta.size).collect(),
+        user_entries_written: c.user_entries.load(Ordering::Relaxed),
+        user_bytes_written: c.user_bytes.load(Ordering::Relaxed),
+        flushes: c.flushes.load(Ordering::Relaxed),
+        flush_bytes_written: c.flush_bytes.load(Ordering::Relaxed),
+        compactions: c.compactions.load(Ordering::Relaxed),
+        compaction_bytes_read: c.compaction_bytes_read.load(Ordering::Relaxed),
+        compaction_bytes_written: c.compaction_bytes_written.load(Ordering::Relaxed),
+        ..FamilyStats::default()
+    };
+    // Stored and live: one pass over every source, counting both.
+    let sequence = inner.visible_seq.load(Ordering::Acquire);
+    let expire_before = fam.options.ttl.map_or(0, |ttl| now_ms().saturating_sub(ttl.as_millis() as u64));
+    let mut visibility = Visibility::new(sequence, fam.options.max_versions, expire_before);
+    let mut cursors = Vec::new();
+    for source in sources(fam) {
+        if let Source::Memtable { memtable, .. } = &source {
+            if memtable.is_empty() {
+                continue;
+            }
+        }
+        cursors.push(source.cursor(&[], None)?);
+    }
+    let mut merge = MergeIterator::new(cursors);
+    while merge.valid() {
+        let k = merge.key();
+        let bytes = (k.len() + merge.value().len()) as u64;
+        if key::suffix(k).is_some_and(|(_, seq, _)| seq <= sequence) {
+            s.stored_entries += 1;
+            s.stored_bytes += bytes;
+            if key::suffix(k).is_some_and(|(_, _, kind)| kind.is_tombstone()) {
+                s.tombstones += 1;
+            }
+        }
+        if visibility.admit(k) {
+            s.live_entries += 1;
+            s.live_bytes += bytes;
+        }
+        merge.next()?;
+    }
+    Ok(s)
+}
+
+pub(crate) fn collect(inner: &Inner) -> Result<Stats> {
+    let v = inner.current();
+    let mut families = Vec::new();
+    for fam in v.families.values() {
+        families.push(family_stats(inner, fam)?);
+    }
+    Ok(Stats {
+        families,
+        log_bytes_written: inner.log_bytes.load(Ordering::Relaxed),
+    })
+}
+
+pub(crate) fn tables(v: &Version) -> Vec<TableInfo> {
+    let mut out = Vec::new();
+    for fam in v.families.values() {
+        for t in &fam.tables {
+            out.push(TableInfo {
+                family: fam.name.clone(),
+                file_id: t.meta.file_id,
+                run: t.meta.run,
+                path: t.path.clone(),
+                size: t.meta.size,
+                entries: t.meta.entries,
+                tombstones: t.meta.tombstones,
+                data_blocks: t.table.properties().data_blocks,
+                first_key: t.meta.first_key.clone(),
+                last_key: t.meta.last_key.clone(),
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,155 @@
+//! What one read cost: the sources it consulted and how each was settled.
+//!
+//! An LSM read consults its sources newest to oldest: the active memtable, the
+//! frozen memtables waiting for flush, then the table files. Most table files
+//! are settled from metadata alone: their key range does not cover the row, or
+//! their bloom filter says the row is absent. Only the rest are searched, and
+//! only those read data blocks (the pages a cold read would bring from disk).
+//! A [`Trace`] records all of it, per source, so a learner can see exactly why
+//! a read was cheap or expensive.
+//!
+//! Definitions (the lesson tables are printed from them):
+//! * **sources visited**: memtables and table files consulted until the answer
+//!   was known, whatever settled them (as the lesson counts "files visited").
+//! * **data blocks / bytes / pages**: data blocks read through the table reader's
+//!   one accounting point; pages are the distinct 4096-byte pages of the file
+//!   those blocks cover. Index and filter blocks are read once when a table is
+//!   opened and kept in memory (like LevelDB's table cache), so they cost a read
+//!   no pages; their use is counted as index lookups and filter checks.
+//! * **entries examined**: entries the sources produced inside the requested key
+//!   range, including shadowed versions and tombstones (an entry decoded only to
+//!   learn that a range has ended is not counted).
+//! * **entries returned**: cells (or rows, for a scan) given to the caller.
+
+use cellar_sstable::ReadCost;
+
+/// Where a source lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    /// The memtable receiving writes.
+    ActiveMemtable,
+    /// A frozen memtable waiting to be flushed.
+    FrozenMemtable,
+    /// A table file.
+    Table {
+        /// The file's number (its name is `<file_id>.sst` in the family folder).
+        file_id: u64,
+        /// The sorted run it belongs to (files of one run have disjoint key ranges).
+        run: u64,
+    },
+}
+
+/// How a read settled one source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// The key range of the file does not cover what was asked: no I/O.
+    KeyRange,
+    /// The bloom filter said the row is absent: no data block read.
+    Filter,
+    /// The source was searched (a memtable lookup, or an index lookup and data blocks).
+    Searched,
+}
+
+/// One source consulted by a read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceTrace {
+    /// Which source.
+    pub source: SourceKind,
+    /// How it was settled.
+    pub settled: Settled,
+    /// Entries it produced for the read.
+    pub entries_examined: u64,
+    /// Data blocks read from the file.
+    pub data_blocks: u64,
+    /// Bytes of data blocks read (trailers included).
+    pub data_bytes: u64,
+    /// Distinct 4096-byte pages of the file touched.
+    pub pages_touched: u64,
+    /// Searches of the file's in-memory index.
+    pub index_lookups: u64,
+    /// Bloom filter probes.
+    pub filter_checks: u64,
+    /// Bloom filter probes that answered "absent".
+    pub filter_negatives: u64,
+}
+
+impl SourceTrace {
+    pub(crate) fn new(source: SourceKind, settled: Settled) -> SourceTrace {
+        SourceTrace {
+            source,
+            settled,
+            entries_examined: 0,
+            data_blocks: 0,
+            data_bytes: 0,
+            pages_touched: 0,
+            index_lookups: 0,
+            filter_checks: 0,
+            filter_negatives: 0,
+        }
+    }
+
+    pub(crate) fn add_cost(&mut self, cost: &ReadCost) {
+        self.data_blocks = cost.data_blocks;
+        self.data_bytes = cost.data_bytes;
+        self.pages_touched = cost.pages_touched();
+        self.index_lookups = cost.index_lookups;
+        self.filter_checks = cost.filter_checks;
+        self.filter_negatives = cost.filter_negatives;
+    }
+}
+
+/// The cost of one read, source by source.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    /// Sources consulted, newest first.
+    pub sources: Vec<SourceTrace>,
+    /// Cells or rows returned to the caller.
+    pub entries_returned: u64,
+}
+
+impl Trace {
+    fn sum(&self, f: impl Fn(&SourceTrace) -> u64) -> u64 {
+        self.sources.iter().map(f).sum()
+    }
+
+    /// Memtables and table files consulted.
+    pub fn sources_visited(&self) -> u64 {
+        self.sources.len() as u64
+    }
+    /// Table files consulted.
+    pub fn files_visited(&self) -> u64 {
+        self.sources.iter().filter(|s| matches!(s.source, SourceKind::Table { .. })).count() as u64
+    }
+    /// Sources settled in the given way.
+    pub fn settled_by(&self, how: Settled) -> u64 {
+        self.sources.iter().filter(|s| s.settled == how).count() as u64
+    }
+    /// Entries produced by all sources.
+    pub fn entries_examined(&self) -> u64 {
+        self.sum(|s| s.entries_examined)
+    }
+    /// Data blocks read.
+    pub fn data_blocks(&self) -> u64 {
+        self.sum(|s| s.data_blocks)
+    }
+    /// Bytes of data blocks read.
+    pub fn data_bytes(&self) -> u64 {
+        self.sum(|s| s.data_bytes)
+    }
+    /// Distinct pages touched, summed over files.
+    pub fn pages_touched(&self) -> u64 {
+        self.sum(|s| s.pages_touched)
+    }
+    /// Index lookups.
+    pub fn index_lookups(&self) -> u64 {
+        self.sum(|s| s.index_lookups)
+    }
+    /// Bloom filter probes.
+    pub fn filter_checks(&self) -> u64 {
+        self.sum(|s| s.filter_checks)
+    }
+    /// Bloom filter probes that answered "absent".
+    pub fn filter_negatives(&self) -> u64 {
+        self.sum(|s| s.filter_negatives)
+    }
+}

@@ -1,0 +1,134 @@
+//! A version: the set of memtables and table files that make up each family at
+//! one moment.
+//!
+//! Versions are immutable. A flush or a compaction builds a new version and
+//! swaps it in; a reader clones an `Arc` of the current version and reads from it
+//! for as long as it likes, so reads never block writers or compactions. A table
+//! file replaced by a compaction is only marked obsolete: it is deleted when the
+//! last version that lists it (the last reader or snapshot holding it) is dropped.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use cellar_sstable::Table;
+
+use crate::manifest::TableMeta;
+use crate::memtable::Memtable;
+use crate::options::FamilyOptions;
+
+/// An open table file and what the manifest knows of it.
+pub(crate) struct TableFile {
+    pub meta: TableMeta,
+    pub table: Arc<Table>,
+    pub path: PathBuf,
+    obsolete: AtomicBool,
+}
+
+impl TableFile {
+    pub fn new(meta: TableMeta, table: Table, path: PathBuf) -> TableFile {
+        TableFile {
+            meta,
+            table: Arc::new(table),
+            path,
+            obsolete: AtomicBool::new(false),
+        }
+    }
+
+    /// Marks the file for deletion once no version refers to it.
+    pub fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for TableFile {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            // The manifest no longer lists this file, so a failure here only leaves
+            // garbage that the next open removes; nothing to report.
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// One family's sources at one moment.
+#[derive(Clone)]
+pub(crate) struct FamilyVersion {
+    pub id: u32,
+    pub name: String,
+    pub options: Arc<FamilyOptions>,
+    pub dir: PathBuf,
+    /// The memtable receiving writes.
+    pub active: Arc<Memtable>,
+    /// Frozen memtables waiting for flush, newest first.
+    pub frozen: Vec<Arc<Memtable>>,
+    /// Table files, newest run first; inside a run, in key order.
+    pub tables: Vec<Arc<TableFile>>,
+    /// Counters shared by every version of this family.
+    pub counters: Arc<FamilyCounters>,
+}
+
+/// What a family has written, counted as it happens (shared across versions).
+#[derive(Default, Debug)]
+pub(crate) struct FamilyCounters {
+    pub user_entries: AtomicU64,
+    pub user_bytes: AtomicU64,
+    pub flushes: AtomicU64,
+    pub flush_bytes: AtomicU64,
+    pub compactions: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
+}
+
+impl FamilyVersion {
+    /// Puts table files in read order: runs newest first (by the largest
+    /// sequence number they hold), the files of one run by key.
+    pub fn order_tables(tables: &mut [Arc<TableFile>]) {
+        let mut run_max: HashMap<u64, u64> = HashMap::new();
+        for t in tables.iter() {
+            let e = run_max.entry(t.meta.run).or_insert(0);
+            *e = (*e).max(t.meta.max_seq);
+        }
+        tables.sort_by(|a, b| {
+            let ra = run_max.get(&a.meta.run).copied().unwrap_or(0);
+            let rb = run_max.get(&b.meta.run).copied().unwrap_or(0);
+            rb.cmp(&ra)
+                .then(b.meta.run.cmp(&a.meta.run))
+                .then(a.meta.first_key.cmp(&b.meta.first_key))
+        });
+    }
+
+    /// The runs, newest first, each as the files it holds.
+    pub fn runs(&self) -> Vec<Vec<Arc<TableFile>>> {
+        let mut runs: Vec<Vec<Arc<TableFile>>> = Vec::new();
+        for t in &self.tables {
+            match runs.last_mut() {
+                Some(run) if run.first().map(|f| f.meta.run) == Some(t.meta.run) => run.push(t.clone()),
+                _ => runs.push(vec![t.clone()]),
+            }
+        }
+        runs
+    }
+}
+
+/// Every family's sources at one moment.
+#[derive(Clone, Default)]
+pub(crate) struct Version {
+    pub families: BTreeMap<u32, Arc<FamilyVersion>>,
+    pub by_name: HashMap<String, u32>,
+}
+
+impl Version {
+    pub fn family(&self, name: &str) -> Option<&Arc<FamilyVersion>> {
+        self.by_name.get(name).and_then(|id| self.families.get(id))
+    }
+
+    /// A copy of this version with one family replaced.
+    pub fn with_family(&self, family: FamilyVersion) -> Version {
+        let mut next = self.clone();
+        next.by_name.insert(family.name.clone(), family.id);
+        next.families.insert(family.id, Arc::new(family));
+        next
+    }
+}

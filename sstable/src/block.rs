@@ -1,0 +1,628 @@
+//! Blocks: the unit a table file is read in.
+//!
+//! A table file is cut into blocks of about 4 KiB (one disk page), each read
+//! and checksummed whole. Inside a block, entries are sorted, and because
+//! neighbouring keys in a sorted run share long prefixes (`user0001/name`,
+//! `user0001/email`, ...), each key stores only what differs from the key
+//! before it:
+//!
+//! ```text
+//! entry  = shared: varint | unshared: varint | value_len: varint | key[shared..] | value
+//! block  = entry* | restart offset (u32 LE)* | restart count (u32 LE)
+//! ```
+//!
+//! Prefix compression makes a key depend on every key before it, which would
+//! force a reader to decode a block from its start. So every
+//! `restart_interval`-th entry (16 by default) is a *restart point*: it stores
+//! its whole key (`shared = 0`), and the trailer lists where each one starts.
+//! A seek binary-searches the restart points, then scans at most 16 entries.
+//! The interval trades space (a full key and 4 bytes per restart) for seek time.
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::coding::{get_fixed32, get_varint32, put_varint64};
+use crate::error::{Error, Result};
+
+/// Size of one restart offset and of the restart count in the block trailer.
+const U32_LEN: usize = 4;
+
+/// Writes sorted entries into one block.
+///
+/// The caller adds keys in strictly increasing order and keeps a block under
+/// 4 GiB (restart offsets are `u32`); [`crate::TableBuilder`] guarantees both.
+#[derive(Debug)]
+pub struct BlockBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    restart_interval: usize,
+    entries: usize,
+    last_key: Vec<u8>,
+}
+
+impl BlockBuilder {
+    /// A builder that starts a restart point every `restart_interval` entries
+    /// (0 is treated as 1: every entry a restart point).
+    pub fn new(restart_interval: usize) -> BlockBuilder {
+        BlockBuilder {
+            buf: Vec::new(),
+            restarts: Vec::new(),
+            restart_interval: restart_interval.max(1),
+            entries: 0,
+            last_key: Vec::new(),
+        }
+    }
+
+    /// Appends an entry and returns how many key bytes it stored (the
+    /// unshared suffix), for the table's `stored_key_bytes` property.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) -> usize {
+        let shared = if self.entries % self.restart_interval == 0 {
+            let offset = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
+            debug_assert!(offset != u32::MAX, "block grew past 4 GiB");
+            self.restarts.push(offset);
+            0
+        } else {
+            common_prefix_len(&self.last_key, key)
+        };
+        let unshared = key.get(shared..).unwrap_or_default();
+        put_varint64(&mut self.buf, shared as u64);
+        put_varint64(&mut self.buf, unshared.len() as u64);
+        put_varint64(&mut self.buf, value.len() as u64);
+        self.buf.extend_from_slice(unshared);
+        self.buf.extend_from_slice(value);
+
+        self.last_key.truncate(shared);
+        self.last_key.extend_from_slice(unshared);
+        self.entries += 1;
+        unshared.len()
+    }
+
+    /// Size of the block if it were finished now: entries plus trailer.
+    pub fn estimated_size(&self) -> usize {
+        self.buf.len() + self.restarts.len() * U32_LEN + U32_LEN
+    }
+
+    /// Number of entries added since the last [`finish`](Self::finish).
+    pub fn entries(&self) -> usize {
+        self.entries
+    }
+
+    /// True when no entry has been added since the last finish.
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// The last key added (empty if none).
+    pub fn last_key(&self) -> &[u8] {
+        &self.last_key
+    }
+
+    /// Appends the restart trailer, returns the finished block and leaves the
+    /// builder empty, ready for the next block.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let mut block = std::mem::take(&mut self.buf);
+        for restart in &self.restarts {
+            block.extend_from_slice(&restart.to_le_bytes());
+        }
+        let count = u32::try_from(self.restarts.len()).unwrap_or(u32::MAX);
+        block.extend_from_slice(&count.to_le_bytes());
+        self.restarts.clear();
+        self.entries = 0;
+        self.last_key.clear();
+        block
+    }
+}
+
+/// Length of the longest common prefix of `a` and `b`.
+fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// A decoded, read-only block: its bytes (a zero-copy slice of the file) and
+/// where its restart trailer starts.
+///
+/// A block remembers which file and offset it came from, so that a damaged
+/// entry found while iterating is reported at its exact place in the file.
+#[derive(Debug, Clone)]
+pub struct Block {
+    contents: Bytes,
+    /// End of the entries, start of the restart offsets.
+    entries_end: usize,
+    num_restarts: usize,
+    file: Arc<Path>,
+    offset: u64,
+}
+
+impl Block {
+    /// Checks the trailer of `contents` (a block read from `file` at byte
+    /// `offset`) and wraps it. Restart offsets must start at 0, increase and
+    /// point inside the entries; otherwise [`Error::Corruption`].
+    pub fn new(contents: Bytes, file: Arc<Path>, offset: u64) -> Result<Block> {
+        let len = contents.len();
+        let mut block = Block {
+            contents,
+            entries_end: 0,
+            num_restarts: 0,
+            file,
+            offset,
+        };
+        let count = match len.checked_sub(U32_LEN) {
+            Some(at) => get_fixed32(&block.contents, at).unwrap_or(0),
+            None => return Err(block.corruption(0, format!("block of {len} bytes has no restart count"))),
+        };
+        let trailer = (count as usize)
+            .checked_mul(U32_LEN)
+            .and_then(|n| n.checked_add(U32_LEN))
+            .filter(|&n| n <= len);
+        let Some(trailer) = trailer else {
+            let at = len.saturating_sub(U32_LEN);
+            return Err(block.corruption(at, format!("restart count {count} does not fit in a block of {len} bytes")));
+        };
+        block.entries_end = len - trailer;
+        block.num_restarts = count as usize;
+        if count == 0 && block.entries_end > 0 {
+            return Err(block.corruption(block.entries_end, "entries but no restart points".into()));
+        }
+        let mut previous: Option<usize> = None;
+        for i in 0..block.num_restarts {
+            let restart = block.restart_offset(i)?;
+            let in_order = match previous {
+                None => restart == 0,
+                Some(p) => restart > p,
+            };
+            if !in_order || restart >= block.entries_end {
+                return Err(block.corruption(
+                    block.entries_end + i * U32_LEN,
+                    format!("restart point {i} at {restart} is out of order or past the entries"),
+                ));
+            }
+            previous = Some(restart);
+        }
+        Ok(block)
+    }
+
+    /// An iterator over this block's entries (not yet positioned: call
+    /// [`BlockIter::seek_to_first`] or [`BlockIter::seek`]).
+    pub fn iter(&self) -> BlockIter {
+        BlockIter {
+            block: self.clone(),
+            next_offset: 0,
+            key: Vec::new(),
+            value: 0..0,
+            valid: false,
+        }
+    }
+
+    /// Size of the block in bytes, trailer of restarts included.
+    pub fn size(&self) -> usize {
+        self.contents.len()
+    }
+
+    /// Number of restart points.
+    pub fn num_restarts(&self) -> usize {
+        self.num_restarts
+    }
+
+    /// Offset (within the block) of restart point `index`.
+    fn restart_offset(&self, index: usize) -> Result<usize> {
+        let at = self.entries_end + index * U32_LEN;
+        match get_fixed32(&self.contents, at) {
+            Some(offset) => Ok(offset as usize),
+            None => Err(self.corruption(at, format!("restart point {index} is missing"))),
+        }
+    }
+
+    /// Decodes the entry header at `offset`: `(shared, key bytes, value range,
+    /// end of entry)`, every range checked to lie within the entries.
+    fn decode_entry(&self, offset: usize) -> Result<(usize, Range<usize>, Range<usize>)> {
+        let bad = |what: &str| self.corruption(offset, format!("bad entry: {what}"));
+        let input = self.contents.get(offset..self.entries_end).ok_or_else(|| bad("offset past the entries"))?;
+        let (shared, n1) = get_varint32(input).ok_or_else(|| bad("shared length"))?;
+        let rest = input.get(n1..).unwrap_or_default();
+        let (unshared, n2) = get_varint32(rest).ok_or_else(|| bad("unshared length"))?;
+        let rest = rest.get(n2..).unwrap_or_default();
+        let (value_len, n3) = get_varint32(rest).ok_or_else(|| bad("value length"))?;
+        let key_start = offset + n1 + n2 + n3;
+        let value_end = key_start
+            .checked_add(unshared as usize)
+            .and_then(|key_end| key_end.checked_add(value_len as usize))
+            .filter(|&end| end <= self.entries_end)
+            .ok_or_else(|| bad("key or value runs past the entries"))?;
+        let key_end = key_start + unshared as usize; // <= value_end, checked above
+        Ok((shared as usize, key_start..key_end, key_end..value_end))
+    }
+
+    /// The full key stored at a restart point (where `shared` must be 0).
+    fn restart_key(&self, index: usize) -> Result<&[u8]> {
+        let offset = self.restart_offset(index)?;
+        let (shared, key, _) = self.decode_entry(offset)?;
+        if shared != 0 {
+            return Err(self.corruption(offset, format!("restart point {index} shares {shared} key bytes")));
+        }
+        Ok(self.contents.get(key).unwrap_or_default())
+    }
+
+    /// An [`Error::Corruption`] at `offset_in_block`.
+    fn corruption(&self, offset_in_block: usize, what: String) -> Error {
+        Error::Corruption {
+            file: self.file.to_path_buf(),
+            offset: self.offset + offset_in_block as u64,
+            what,
+        }
+    }
+}
+
+/// A cursor over a [`Block`]'s entries in key order.
+///
+/// It owns a (cheap, reference-counted) copy of the block, rebuilds each full
+/// key from the shared prefix of the previous one, and hands out values as
+/// zero-copy slices. Any decoding error leaves it invalid and is returned.
+#[derive(Debug)]
+pub struct BlockIter {
+    block: Block,
+    /// Where the entry after the current one starts.
+    next_offset: usize,
+    key: Vec<u8>,
+    value: Range<usize>,
+    valid: bool,
+}
+
+impl BlockIter {
+    /// Positions at the first entry (invalid if the block is empty).
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.key.clear();
+        self.next_offset = 0;
+        self.valid = true;
+        self.next()
+    }
+
+    /// Positions at the first entry whose key is `>= target`, or invalid if
+    /// every key is smaller.
+    ///
+    /// Binary search finds the last restart point whose key is `< target`
+    /// (those keys are stored whole, so they can be compared without decoding
+    /// anything before them); a linear scan from there finds the entry.
+    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.valid = false;
+        if self.block.num_restarts == 0 {
+            return Ok(());
+        }
+        let (mut left, mut right) = (0, self.block.num_restarts - 1);
+        while left < right {
+            let mid = left + (right - left).div_ceil(2);
+            if self.block.restart_key(mid)? < target {
+                left = mid;
+            } else {
+                right = mid - 1;
+            }
+        }
+        self.key.clear();
+        self.next_offset = self.block.restart_offset(left)?;
+        self.valid = true;
+        self.next()?;
+        while self.valid && self.key.as_slice() < target {
+            self.next()?;
+        }
+        Ok(())
+    }
+
+    /// Moves to the next entry; past the last one the iterator becomes invalid.
+    /// Does nothing on an invalid iterator.
+    pub fn next(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        self.valid = false;
+        if self.next_offset >= self.block.entries_end {
+            return Ok(());
+        }
+        let offset = self.next_offset;
+        let (shared, key, value) = self.block.decode_entry(offset)?;
+        if shared > self.key.len() {
+            let what = format!("entry shares {shared} bytes of a {}-byte previous key", self.key.len());
+            return Err(self.block.corruption(offset, what));
+        }
+        self.key.truncate(shared);
+        self.key.extend_from_slice(self.block.contents.get(key).unwrap_or_default());
+        self.next_offset = value.end;
+        self.value = value;
+        self.valid = true;
+        Ok(())
+    }
+
+    /// True when positioned at an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key (meaningful only when [`valid`](Self::valid)).
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The current value, a zero-copy slice of the block (empty when invalid).
+    pub fn value(&self) -> Bytes {
+        if self.valid {
+            self.block.contents.slice(self.value.clone())
+        } else {
+            Bytes::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    fn block_of(bytes: Vec<u8>) -> Result<Block> {
+        Block::new(Bytes::from(bytes), Arc::from(Path::new("test.sst")), 1000)
+    }
+
+    /// `key000`, `key001`, ... with values `v0`, `v1`, ...
+    fn numbered(n: usize, restart_interval: usize) -> Result<Block> {
+        let mut builder = BlockBuilder::new(restart_interval);
+        for i in 0..n {
+            builder.add(format!("key{i:03}").as_bytes(), format!("v{i}").as_bytes());
+        }
+        block_of(builder.finish())
+    }
+
+    fn collect(block: &Block) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let mut iter = block.iter();
+        iter.seek_to_first()?;
+        while iter.valid() {
+            out.push((iter.key().to_vec(), iter.value().to_vec()));
+            iter.next()?;
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn entries_are_prefix_compressed_with_restarts_in_the_trailer() {
+        let mut builder = BlockBuilder::new(2);
+        assert_eq!(builder.add(b"abc", b"1"), 3);
+        assert_eq!(builder.add(b"abd", b"2"), 1);
+        assert_eq!(builder.add(b"b", b"3"), 1);
+        assert_eq!(builder.estimated_size(), 29);
+        let bytes = builder.finish();
+        #[rustfmt::skip]
+        let expected: Vec<u8> = vec![
+            0, 3, 1, b'a', b'b', b'c', b'1', // offset 0: restart point, whole key
+            2, 1, 1, b'd', b'2',             // offset 7: shares "ab"
+            0, 1, 1, b'b', b'3',             // offset 12: restart point
+            0, 0, 0, 0, 12, 0, 0, 0,         // restart offsets 0 and 12
+            2, 0, 0, 0,                      // restart count
+        ];
+        assert_eq!(bytes, expected);
+        assert!(builder.is_empty());
+        assert_eq!(builder.estimated_size(), 4);
+    }
+
+    #[test]
+    fn block_round_trips_every_entry_in_order() -> TestResult {
+        let block = numbered(100, 16)?;
+        assert_eq!(block.num_restarts(), 7); // entries 0, 16, 32, 48, 64, 80, 96
+        let entries = collect(&block)?;
+        assert_eq!(entries.len(), 100);
+        assert_eq!(entries.first(), Some(&(b"key000".to_vec(), b"v0".to_vec())));
+        assert_eq!(entries.get(57), Some(&(b"key057".to_vec(), b"v57".to_vec())));
+        assert_eq!(entries.last(), Some(&(b"key099".to_vec(), b"v99".to_vec())));
+        Ok(())
+    }
+
+    #[test]
+    fn seek_lands_on_restart_points_and_between_them() -> TestResult {
+        let block = numbered(100, 16)?;
+        let mut iter = block.iter();
+        for (target, expected) in [
+            (&b"key016"[..], &b"key016"[..]), // exactly a restart point
+            (b"key020", b"key020"),           // between restart points
+            (b"key0205", b"key021"),          // between two keys
+            (b"key015", b"key015"),           // last entry before a restart
+            (b"key096", b"key096"),           // last restart point
+            (b"key099", b"key099"),           // last key
+            (b"a", b"key000"),                // before the first key
+            (b"", b"key000"),                 // the empty key is smallest
+        ] {
+            iter.seek(target)?;
+            assert!(iter.valid(), "seek {target:?}");
+            assert_eq!(iter.key(), expected, "seek {target:?}");
+        }
+        iter.seek(b"key020")?;
+        assert_eq!(iter.value(), Bytes::from_static(b"v20"));
+        iter.next()?;
+        assert_eq!(iter.key(), b"key021");
+        Ok(())
+    }
+
+    #[test]
+    fn seek_past_the_end_is_invalid() -> TestResult {
+        let block = numbered(100, 16)?;
+        let mut iter = block.iter();
+        iter.seek(b"key0990")?;
+        assert!(!iter.valid());
+        iter.seek(b"z")?;
+        assert!(!iter.valid());
+        assert_eq!(iter.key(), b"");
+        assert_eq!(iter.value(), Bytes::new());
+        iter.next()?; // a no-op once invalid
+        assert!(!iter.valid());
+        Ok(())
+    }
+
+    #[test]
+    fn next_past_the_last_entry_is_invalid() -> TestResult {
+        let block = numbered(2, 16)?;
+        let mut iter = block.iter();
+        iter.seek_to_first()?;
+        iter.next()?;
+        assert_eq!(iter.key(), b"key001");
+        iter.next()?;
+        assert!(!iter.valid());
+        Ok(())
+    }
+
+    #[test]
+    fn empty_block_is_four_zero_bytes_and_has_no_entries() -> TestResult {
+        let bytes = BlockBuilder::new(16).finish();
+        assert_eq!(bytes, [0, 0, 0, 0]);
+        let block = block_of(bytes)?;
+        let mut iter = block.iter();
+        iter.seek_to_first()?;
+        assert!(!iter.valid());
+        iter.seek(b"")?;
+        assert!(!iter.valid());
+        Ok(())
+    }
+
+    #[test]
+    fn empty_key_and_empty_value_round_trip() -> TestResult {
+        let mut builder = BlockBuilder::new(16);
+        builder.add(b"", b"");
+        builder.add(b"a", b"");
+        builder.add(b"ab", b"x");
+        let block = block_of(builder.finish())?;
+        let expected = vec![
+            (b"".to_vec(), b"".to_vec()),
+            (b"a".to_vec(), b"".to_vec()),
+            (b"ab".to_vec(), b"x".to_vec()),
+        ];
+        assert_eq!(collect(&block)?, expected);
+        let mut iter = block.iter();
+        iter.seek(b"")?;
+        assert_eq!(iter.key(), b"");
+        Ok(())
+    }
+
+    #[test]
+    fn restart_interval_one_makes_every_entry_a_restart_point() -> TestResult {
+        let block = numbered(10, 1)?;
+        assert_eq!(block.num_restarts(), 10);
+        let mut iter = block.iter();
+        iter.seek(b"key007")?;
+        assert_eq!(iter.key(), b"key007");
+        Ok(())
+    }
+
+    #[test]
+    fn values_are_zero_copy_slices_of_the_block() -> TestResult {
+        let block = numbered(3, 16)?;
+        let mut iter = block.iter();
+        iter.seek(b"key001")?;
+        let value = iter.value();
+        let base = block.contents.as_ptr() as usize;
+        let at = value.as_ptr() as usize;
+        assert!(at >= base && at + value.len() <= base + block.size());
+        Ok(())
+    }
+
+    #[test]
+    fn too_short_block_is_corruption_at_the_block_offset() {
+        match block_of(vec![1, 0]) {
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file, Path::new("test.sst"));
+                assert_eq!(offset, 1000);
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn restart_count_larger_than_the_block_is_corruption() {
+        // 4 bytes claiming 1,000 restart points.
+        assert!(matches!(
+            block_of(vec![0xe8, 0x03, 0, 0]),
+            Err(Error::Corruption { offset: 1000, .. })
+        ));
+    }
+
+    #[test]
+    fn entry_running_past_the_entries_is_corruption_at_that_entry() -> TestResult {
+        // One entry: shared 0, unshared 1, value_len 9 (but only 1 value byte).
+        let bytes = vec![0, 1, 9, b'k', b'v', 0, 0, 0, 0, 1, 0, 0, 0];
+        let block = block_of(bytes)?;
+        let mut iter = block.iter();
+        match iter.seek_to_first() {
+            Err(Error::Corruption { offset, what, .. }) => {
+                assert_eq!(offset, 1000);
+                assert!(what.contains("runs past"), "{what}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+        assert!(!iter.valid());
+        Ok(())
+    }
+
+    #[test]
+    fn shared_longer_than_previous_key_is_corruption() -> TestResult {
+        // Entry 0 "k"; entry 1 claims 5 shared bytes (restart interval 16).
+        let bytes = vec![0, 1, 0, b'k', 5, 1, 0, b'x', 0, 0, 0, 0, 1, 0, 0, 0];
+        let block = block_of(bytes)?;
+        let mut iter = block.iter();
+        iter.seek_to_first()?;
+        assert!(matches!(iter.next(), Err(Error::Corruption { offset: 1004, .. })));
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn random_sorted_entries_round_trip_and_seek(
+            map in prop::collection::btree_map(
+                prop::collection::vec(any::<u8>(), 0..12),
+                prop::collection::vec(any::<u8>(), 0..20),
+                0..200,
+            ),
+            interval in 1usize..20,
+            probe in prop::collection::vec(any::<u8>(), 0..12),
+        ) {
+            let mut builder = BlockBuilder::new(interval);
+            for (k, v) in &map {
+                builder.add(k, v);
+            }
+            let block = block_of(builder.finish())?;
+            let got = collect(&block)?;
+            let want: Vec<_> = map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            prop_assert_eq!(got, want);
+
+            let mut iter = block.iter();
+            iter.seek(&probe)?;
+            let expected = map.range(probe.clone()..).next();
+            match expected {
+                Some((k, v)) => {
+                    prop_assert!(iter.valid());
+                    prop_assert_eq!(iter.key(), k.as_slice());
+                    prop_assert_eq!(iter.value(), Bytes::from(v.clone()));
+                }
+                None => prop_assert!(!iter.valid()),
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic_the_block_decoder(
+            bytes in prop::collection::vec(any::<u8>(), 0..300),
+            target in prop::collection::vec(any::<u8>(), 0..8),
+        ) {
+            if let Ok(block) = block_of(bytes) {
+                let mut iter = block.iter();
+                let mut steps = 0;
+                if iter.seek_to_first().is_ok() {
+                    while iter.valid() && steps < 1000 {
+                        let _ = iter.value();
+                        if iter.next().is_err() {
+                            break;
+                        }
+                        steps += 1;
+                    }
+                }
+                let _ = iter.seek(&target);
+            }
+        }
+    }
+}

@@ -1,0 +1,487 @@
+//! Writing a table file: `TableBuilder` streams sorted entries to disk.
+//!
+//! Entries arrive in key order. They fill a data block; when the block
+//! reaches `block_size` it is written out at once, and only its last key and
+//! handle stay in memory (for the index), together with an 8-byte hash per
+//! distinct filter key (for the Bloom filter). So a builder's memory grows
+//! with the number of blocks, not with the data: a 1 GiB table at 4 KiB blocks
+//! keeps ~260,000 index entries, not the gigabyte.
+//!
+//! [`finish`](TableBuilder::finish) then appends the filter, the properties,
+//! the index and the footer. The file is written under a temporary name
+//! (`<path>.tmp`), fsynced, renamed to `path` and the directory fsynced, so
+//! `path` never names a half-written table: after a crash it is either
+//! absent or complete.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::block::BlockBuilder;
+use crate::bloom::{filter_hash, BloomFilterBuilder};
+use crate::error::{io_error, Error, Result};
+use crate::format::{block_trailer, BlockHandle, BlockKind, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION};
+use crate::properties::TableProperties;
+
+/// Longest key a table accepts (1 GiB).
+///
+/// Lengths are stored as varint `u32`s and restart offsets as `u32`, so a
+/// block must stay under 4 GiB: with keys and values of at most 1 GiB each
+/// and blocks cut at 1 GiB, it does.
+pub const MAX_KEY_LEN: usize = 1 << 30;
+
+/// Longest value a table accepts (1 GiB); see [`MAX_KEY_LEN`].
+pub const MAX_VALUE_LEN: usize = 1 << 30;
+
+/// Blocks are cut at this size even if `block_size` is larger.
+const MAX_BLOCK_SIZE: usize = 1 << 30;
+
+/// How a table file is laid out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableOptions {
+    /// A data block is cut once its size reaches this many bytes (default
+    /// 4096, one page). A block holds at least one entry, so one large value
+    /// makes one large block. Smaller blocks make point reads cheaper and
+    /// the index larger.
+    pub block_size: usize,
+    /// Every this-many entries a key is stored whole (default 16). Smaller
+    /// makes seeks within a block faster and blocks larger.
+    pub restart_interval: usize,
+    /// Bloom filter bits per distinct filter key (default 10: about 1 % false
+    /// positives for 1.25 bytes per key). 0 writes no filter.
+    pub bloom_bits_per_key: u32,
+}
+
+impl Default for TableOptions {
+    fn default() -> TableOptions {
+        TableOptions {
+            block_size: 4096,
+            restart_interval: 16,
+            bloom_bits_per_key: 10,
+        }
+    }
+}
+
+/// Streams sorted entries into a new table file.
+///
+/// Dropping a builder that was not finished removes its temporary file.
+#[derive(Debug)]
+pub struct TableBuilder {
+    path: PathBuf,
+    tmp_path: PathBuf,
+    file: File,
+    options: TableOptions,
+    /// Bytes written to the file so far.
+    offset: u64,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    filter: Option<BloomFilterBuilder>,
+    last_filter_key: Option<Vec<u8>>,
+    /// Counted as entries arrive; `last_key` doubles as the order check.
+    props: TableProperties,
+    finished: bool,
+}
+
+impl TableBuilder {
+    /// Starts a table that [`finish`](Self::finish) will publish at `path`;
+    /// until then it is written to `<path>.tmp` (replacing any left by a crash).
+    pub fn create(path: &Path, options: TableOptions) -> Result<TableBuilder> {
+        let tmp_path = tmp_path_for(path);
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp_path)
+            .map_err(io_error(&tmp_path))?;
+        let filter = (options.bloom_bits_per_key > 0).then(|| BloomFilterBuilder::new(options.bloom_bits_per_key));
+        Ok(TableBuilder {
+            path: path.to_path_buf(),
+            tmp_path,
+            file,
+            data_block: BlockBuilder::new(options.restart_interval),
+            index_block: BlockBuilder::new(options.restart_interval),
+            filter,
+            options,
+            offset: 0,
+            last_filter_key: None,
+            props: TableProperties::default(),
+            finished: false,
+        })
+    }
+
+    /// Appends an entry. `key` must be strictly greater than the previous key
+    /// ([`Error::KeyOrder`] otherwise, and nothing is added).
+    ///
+    /// `filter_key` is what the Bloom filter is built over; the engine passes
+    /// the encoded row, so "is this row here?" is answered without a block
+    /// read. Equal consecutive filter keys are hashed once. `tombstone` only
+    /// counts in the properties: the table does not interpret values.
+    pub fn add(&mut self, key: &[u8], value: &[u8], filter_key: &[u8], tombstone: bool) -> Result<()> {
+        check_len("key", key.len(), MAX_KEY_LEN)?;
+        check_len("value", value.len(), MAX_VALUE_LEN)?;
+        if self.props.entries > 0 && key <= self.props.last_key.as_slice() {
+            return Err(Error::KeyOrder {
+                previous: self.props.last_key.clone(),
+                key: key.to_vec(),
+            });
+        }
+
+        if self.last_filter_key.as_deref() != Some(filter_key) {
+            if let Some(filter) = &mut self.filter {
+                filter.add_hash(filter_hash(filter_key));
+            }
+            self.props.distinct_filter_keys += 1;
+            self.last_filter_key = Some(filter_key.to_vec());
+        }
+
+        let stored = self.data_block.add(key, value);
+        let props = &mut self.props;
+        if props.entries == 0 {
+            props.first_key = key.to_vec();
+        }
+        props.last_key.clear();
+        props.last_key.extend_from_slice(key);
+        props.entries += 1;
+        props.tombstones += u64::from(tombstone);
+        props.raw_key_bytes += key.len() as u64;
+        props.raw_value_bytes += value.len() as u64;
+        props.stored_key_bytes += stored as u64;
+
+        if self.data_block.estimated_size() >= self.options.block_size.min(MAX_BLOCK_SIZE) {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.props.entries
+    }
+
+    /// Bytes written so far plus the block being filled: what the file would
+    /// be, less its filter, properties, index and footer. A caller splitting
+    /// output into files of a target size compares against this.
+    pub fn estimated_file_size(&self) -> u64 {
+        let pending = if self.data_block.is_empty() {
+            0
+        } else {
+            self.data_block.estimated_size() as u64
+        };
+        self.offset + pending
+    }
+
+    /// Writes the last data block, the filter, the properties, the index and
+    /// the footer; fsyncs the file, renames it to its final path and fsyncs
+    /// the directory. Returns the table's properties.
+    pub fn finish(mut self) -> Result<TableProperties> {
+        self.flush_data_block()?;
+
+        let filter = self.filter.as_ref().map(BloomFilterBuilder::finish);
+        let filter_handle = match filter {
+            Some(contents) => {
+                let handle = self.write_block(contents, BlockKind::Filter)?;
+                self.props.filter_bytes = handle.size_with_trailer();
+                handle
+            }
+            None => BlockHandle::default(), // size 0: no filter
+        };
+
+        // The properties record the file's size, so everything after them
+        // must be sized first: the index (already in memory) and the footer.
+        let index = self.index_block.finish();
+        self.props.index_bytes = (index.len() + BLOCK_TRAILER_LEN) as u64;
+        let properties_len = (self.props.encode().len() + BLOCK_TRAILER_LEN) as u64; // file_size is fixed-width
+        self.props.file_size = self.offset + properties_len + self.props.index_bytes + FOOTER_LEN as u64;
+
+        let properties_handle = self.write_block(self.props.encode(), BlockKind::Properties)?;
+        let index_handle = self.write_block(index, BlockKind::Index)?;
+        let footer = Footer {
+            filter: filter_handle,
+            properties: properties_handle,
+            index: index_handle,
+            version: FORMAT_VERSION,
+        };
+        self.write(&footer.encode())?;
+        debug_assert_eq!(self.offset, self.props.file_size);
+
+        // Durable before visible: data fsynced, then the name, then the
+        // directory entry that holds the name.
+        self.file.sync_all().map_err(io_error(&self.tmp_path))?;
+        std::fs::rename(&self.tmp_path, &self.path).map_err(io_error(&self.path))?;
+        self.finished = true;
+        sync_parent_dir(&self.path)?;
+        Ok(std::mem::take(&mut self.props))
+    }
+
+    /// Gives up on the table: the temporary file is removed (dropping an
+    /// unfinished builder does the same).
+    pub fn abandon(self) {
+        drop(self);
+    }
+
+    /// Writes the pending data block and records its last key and handle in
+    /// the index. Does nothing if the block is empty.
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        let contents = self.data_block.finish();
+        let handle = self.write_block(contents, BlockKind::Data)?;
+        let mut encoded = Vec::with_capacity(8);
+        handle.encode_to(&mut encoded);
+        // The index key is the block's last key itself. LevelDB shortens it to
+        // any separator between this block and the next; simpler, a bit larger.
+        self.index_block.add(&self.props.last_key, &encoded);
+        self.props.data_blocks += 1;
+        self.props.data_bytes += handle.size_with_trailer();
+        Ok(())
+    }
+
+    /// Appends `contents` and its trailer; returns the block's handle.
+    fn write_block(&mut self, mut contents: Vec<u8>, kind: BlockKind) -> Result<BlockHandle> {
+        let handle = BlockHandle::new(self.offset, contents.len() as u64);
+        let trailer = block_trailer(&contents, kind);
+        contents.extend_from_slice(&trailer);
+        self.write(&contents)?;
+        Ok(handle)
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file.write_all(bytes).map_err(io_error(&self.tmp_path))?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+impl Drop for TableBuilder {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Best effort: a leftover `.tmp` is harmless and replaced next time.
+            let _ = std::fs::remove_file(&self.tmp_path);
+        }
+    }
+}
+
+/// `<path>.tmp`.
+fn tmp_path_for(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
+fn check_len(what: &'static str, len: usize, max: usize) -> Result<()> {
+    if len > max {
+        return Err(Error::TooLarge {
+            what,
+            len: len as u64,
+            max: max as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Fsyncs the directory holding `path`, making a rename into it durable.
+fn sync_parent_dir(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error(dir))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    /// Key `i` of the fixture tables: `key00000`, `key00001`, ... (8 bytes).
+    pub(crate) fn key(i: usize) -> Vec<u8> {
+        format!("key{i:05}").into_bytes()
+    }
+
+    /// Value `i` of [`write_paged_table`]: 85 bytes of one letter.
+    pub(crate) fn value(i: usize) -> Vec<u8> {
+        vec![b'a' + (i % 26) as u8; 85]
+    }
+
+    /// A table whose layout can be worked out by hand, for exact assertions.
+    ///
+    /// 120 entries, keys 8 bytes, values 85 bytes, restart interval 1 (no
+    /// prefix sharing, so every entry is 3 + 8 + 85 = 96 bytes plus a 4-byte
+    /// restart offset), `block_size` 4000. After `n` entries a block is
+    /// `100n + 4` bytes, which reaches 4000 at n = 40: three blocks of 4004
+    /// bytes, 4009 with their trailers, at offsets 0, 4009 and 8018. Block 0
+    /// lies in page 0; block 1 (bytes 4009..=8017) straddles pages 0 and 1.
+    /// Every 10th entry is a tombstone; each key is its own filter key.
+    pub(crate) fn write_paged_table(path: &Path) -> Result<TableProperties> {
+        let options = TableOptions {
+            block_size: 4000,
+            restart_interval: 1,
+            bloom_bits_per_key: 10,
+        };
+        let mut builder = TableBuilder::create(path, options)?;
+        for i in 0..120 {
+            builder.add(&key(i), &value(i), &key(i), i % 10 == 0)?;
+        }
+        builder.finish()
+    }
+
+    #[test]
+    fn properties_of_the_paged_table_are_exact() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("000001.sst");
+        let props = write_paged_table(&path)?;
+        let expected = TableProperties {
+            entries: 120,
+            tombstones: 12,
+            first_key: b"key00000".to_vec(),
+            last_key: b"key00119".to_vec(),
+            data_blocks: 3,
+            data_bytes: 3 * 4009,
+            // 3 entries of 3 + 8 + handle (3, 4, 4 bytes), 3 restarts, count, trailer.
+            index_bytes: 44 + 12 + 4 + 5,
+            // 1,200 bits = 150 bytes, k, trailer.
+            filter_bytes: 150 + 1 + 5,
+            raw_key_bytes: 960,
+            raw_value_bytes: 10_200,
+            stored_key_bytes: 960,
+            distinct_filter_keys: 120,
+            // data 12,027 + filter 156 + properties 41 + 5 + index 65 + footer 72.
+            file_size: 12_366,
+        };
+        assert_eq!(props, expected);
+        assert_eq!(std::fs::metadata(&path)?.len(), 12_366);
+        Ok(())
+    }
+
+    #[test]
+    fn table_is_written_to_a_tmp_name_then_renamed() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("000001.sst");
+        let tmp = dir.path().join("000001.sst.tmp");
+        let mut builder = TableBuilder::create(&path, TableOptions::default())?;
+        builder.add(b"a", b"1", b"a", false)?;
+        assert!(tmp.exists());
+        assert!(!path.exists());
+        builder.finish()?;
+        assert!(!tmp.exists());
+        assert!(path.exists());
+        Ok(())
+    }
+
+    #[test]
+    fn abandon_removes_the_temporary_file() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("t.sst");
+        let mut builder = TableBuilder::create(&path, TableOptions::default())?;
+        builder.add(b"a", b"1", b"a", false)?;
+        builder.abandon();
+        assert!(!dir.path().join("t.sst.tmp").exists());
+        assert!(!path.exists());
+        Ok(())
+    }
+
+    #[test]
+    fn dropping_an_unfinished_builder_removes_the_temporary_file() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("t.sst");
+        drop(TableBuilder::create(&path, TableOptions::default())?);
+        assert_eq!(std::fs::read_dir(dir.path())?.count(), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn keys_must_strictly_increase() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut builder = TableBuilder::create(&dir.path().join("t.sst"), TableOptions::default())?;
+        builder.add(b"b", b"1", b"b", false)?;
+        for bad in [&b"a"[..], b"b", b""] {
+            match builder.add(bad, b"2", bad, false) {
+                Err(Error::KeyOrder { previous, key }) => {
+                    assert_eq!(previous, b"b");
+                    assert_eq!(key, bad);
+                }
+                other => panic!("expected KeyOrder for {bad:?}, got {other:?}"),
+            }
+        }
+        assert_eq!(builder.entries(), 1);
+        builder.add(b"ba", b"3", b"ba", false)?;
+        assert_eq!(builder.entries(), 2);
+        Ok(())
+    }
+
+    #[test]
+    fn the_empty_key_may_come_first() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut builder = TableBuilder::create(&dir.path().join("t.sst"), TableOptions::default())?;
+        builder.add(b"", b"v", b"", false)?;
+        builder.add(b"a", b"v", b"a", false)?;
+        assert_eq!(builder.finish()?.entries, 2);
+        Ok(())
+    }
+
+    #[test]
+    fn consecutive_equal_filter_keys_are_hashed_once() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut builder = TableBuilder::create(&dir.path().join("t.sst"), TableOptions::default())?;
+        for (key, row) in [("row1/a", "row1"), ("row1/b", "row1"), ("row2/a", "row2"), ("row3/a", "row1")] {
+            builder.add(key.as_bytes(), b"v", row.as_bytes(), false)?;
+        }
+        // row1, row2, then row1 again (not consecutive, so counted again).
+        assert_eq!(builder.finish()?.distinct_filter_keys, 3);
+        Ok(())
+    }
+
+    #[test]
+    fn estimated_file_size_counts_written_blocks_and_the_pending_one() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let options = TableOptions {
+            block_size: 4000,
+            restart_interval: 1,
+            bloom_bits_per_key: 10,
+        };
+        let mut builder = TableBuilder::create(&dir.path().join("t.sst"), options)?;
+        assert_eq!(builder.estimated_file_size(), 0);
+        builder.add(&key(0), &value(0), &key(0), false)?;
+        assert_eq!(builder.estimated_file_size(), 104); // 96 + one restart + count
+        for i in 1..40 {
+            builder.add(&key(i), &value(i), &key(i), false)?;
+        }
+        assert_eq!(builder.estimated_file_size(), 4009); // block 0 written, none pending
+        builder.add(&key(40), &value(40), &key(40), false)?;
+        assert_eq!(builder.estimated_file_size(), 4009 + 104);
+        Ok(())
+    }
+
+    #[test]
+    fn a_large_value_makes_one_large_block() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut builder = TableBuilder::create(&dir.path().join("t.sst"), TableOptions::default())?;
+        builder.add(b"big", &vec![7u8; 10_000], b"big", false)?;
+        builder.add(b"small", b"v", b"small", false)?;
+        let props = builder.finish()?;
+        assert_eq!(props.data_blocks, 2);
+        // 3 varints (1 + 1 + 2 bytes) + 3 + 10,000 + restart + count + trailer.
+        // The second block: 1 + 1 + 1 + 5 + 1 + 4 + 4 + trailer.
+        assert_eq!(props.data_bytes, (10_007 + 8 + 5) + (9 + 8 + 5));
+        Ok(())
+    }
+
+    #[test]
+    fn zero_bloom_bits_writes_no_filter() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let options = TableOptions {
+            bloom_bits_per_key: 0,
+            ..TableOptions::default()
+        };
+        let mut builder = TableBuilder::create(&dir.path().join("t.sst"), options)?;
+        builder.add(b"a", b"1", b"a", false)?;
+        let props = builder.finish()?;
+        assert_eq!(props.filter_bytes, 0);
+        assert_eq!(props.distinct_filter_keys, 1);
+        Ok(())
+    }
+}

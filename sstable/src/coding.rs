@@ -1,0 +1,155 @@
+//! Varints and fixed-width integers: how numbers are written into blocks.
+//!
+//! Lengths in a block are usually tiny (a shared prefix of 7 bytes, a value of
+//! 100), so writing them as 4- or 8-byte integers would waste most of the
+//! block. A varint (LEB128) writes 7 bits per byte, low bits first, and sets
+//! the high bit of every byte except the last: 0..=127 takes one byte, 128..=16383
+//! two, a `u32` at most 5 and a `u64` at most 10.
+//!
+//! ```text
+//! 300 = 0b1_0010_1100  ->  [1010_1100, 0000_0010] = [0xAC, 0x02]
+//!                           ^ more      ^ last
+//! ```
+//!
+//! Decoders return `None` on short or overlong input instead of panicking:
+//! the bytes may come from a damaged file.
+
+/// Longest varint encoding of a `u32`.
+pub const MAX_VARINT32_LEN: usize = 5;
+/// Longest varint encoding of a `u64`.
+pub const MAX_VARINT64_LEN: usize = 10;
+
+/// Appends `value` to `buf` as a varint.
+pub fn put_varint64(buf: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        // Truncation is the point: keep the low 7 bits, flag "more follows".
+        buf.push((value as u8 & 0x7f) | 0x80);
+        value >>= 7;
+    }
+    buf.push(value as u8);
+}
+
+/// How many bytes [`put_varint64`] writes for `value`.
+pub fn varint_len(value: u64) -> usize {
+    let bits = 64 - (value | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+/// Decodes a varint from the start of `input`, returning the value and the
+/// number of bytes it took, or `None` if the input ends mid-varint or the
+/// varint is longer than 10 bytes or overflows 64 bits.
+pub fn get_varint64(input: &[u8]) -> Option<(u64, usize)> {
+    let mut value: u64 = 0;
+    for (i, &byte) in input.iter().take(MAX_VARINT64_LEN).enumerate() {
+        let low = u64::from(byte & 0x7f);
+        let shift = 7 * i as u32;
+        // The 10th byte may only carry the single top bit of a u64.
+        if i == MAX_VARINT64_LEN - 1 && low > 1 {
+            return None;
+        }
+        value |= low << shift;
+        if byte & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// Decodes a varint that must fit in a `u32`; `None` as for [`get_varint64`]
+/// or if the value is larger than `u32::MAX`.
+pub fn get_varint32(input: &[u8]) -> Option<(u32, usize)> {
+    let (value, len) = get_varint64(input)?;
+    if len > MAX_VARINT32_LEN {
+        return None;
+    }
+    Some((u32::try_from(value).ok()?, len))
+}
+
+/// Reads a little-endian `u32` at `offset`, or `None` if out of range.
+pub fn get_fixed32(input: &[u8], offset: usize) -> Option<u32> {
+    let bytes = input.get(offset..offset.checked_add(4)?)?;
+    Some(u32::from_le_bytes(bytes.try_into().ok()?))
+}
+
+/// Reads a little-endian `u64` at `offset`, or `None` if out of range.
+pub fn get_fixed64(input: &[u8], offset: usize) -> Option<u64> {
+    let bytes = input.get(offset..offset.checked_add(8)?)?;
+    Some(u64::from_le_bytes(bytes.try_into().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(value: u64) -> Vec<u8> {
+        let mut buf = Vec::new();
+        put_varint64(&mut buf, value);
+        buf
+    }
+
+    #[test]
+    fn small_numbers_take_one_byte() {
+        assert_eq!(encode(0), [0x00]);
+        assert_eq!(encode(1), [0x01]);
+        assert_eq!(encode(127), [0x7f]);
+    }
+
+    #[test]
+    fn three_hundred_is_ac_02() {
+        assert_eq!(encode(128), [0x80, 0x01]);
+        assert_eq!(encode(300), [0xac, 0x02]);
+        assert_eq!(encode(16_383), [0xff, 0x7f]);
+        assert_eq!(encode(16_384), [0x80, 0x80, 0x01]);
+    }
+
+    #[test]
+    fn largest_values_take_five_and_ten_bytes() {
+        let buf = encode(u64::from(u32::MAX));
+        assert_eq!(buf, [0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert_eq!(encode(u64::MAX).len(), 10);
+        assert_eq!(get_varint64(&encode(u64::MAX)), Some((u64::MAX, 10)));
+        assert_eq!(get_varint32(&buf), Some((u32::MAX, 5)));
+    }
+
+    #[test]
+    fn varint_len_matches_the_encoding() {
+        for value in [0, 1, 127, 128, 300, 16_383, 16_384, u64::from(u32::MAX), u64::MAX] {
+            assert_eq!(varint_len(value), encode(value).len(), "value {value}");
+        }
+    }
+
+    #[test]
+    fn decoding_reports_bytes_used_and_ignores_what_follows() {
+        assert_eq!(get_varint64(&[0xac, 0x02, 0xff, 0xff]), Some((300, 2)));
+    }
+
+    #[test]
+    fn truncated_varint_is_none() {
+        assert_eq!(get_varint64(&[]), None);
+        assert_eq!(get_varint64(&[0x80]), None);
+        assert_eq!(get_varint64(&[0xff, 0xff]), None);
+    }
+
+    #[test]
+    fn overlong_or_overflowing_varint_is_none() {
+        assert_eq!(get_varint64(&[0xff; 11]), None);
+        // 10th byte carrying more than the one remaining bit.
+        let mut too_big = vec![0xff; 9];
+        too_big.push(0x02);
+        assert_eq!(get_varint64(&too_big), None);
+        // Fits in u64 but not in u32.
+        assert_eq!(get_varint32(&[0xff, 0xff, 0xff, 0xff, 0x1f]), None);
+        assert_eq!(get_varint32(&encode(u64::from(u32::MAX) + 1)), None);
+    }
+
+    #[test]
+    fn fixed_width_reads_are_little_endian_and_bounds_checked() {
+        let bytes = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09];
+        assert_eq!(get_fixed32(&bytes, 0), Some(0x0403_0201));
+        assert_eq!(get_fixed32(&bytes, 5), Some(0x0908_0706));
+        assert_eq!(get_fixed32(&bytes, 6), None);
+        assert_eq!(get_fixed64(&bytes, 1), Some(0x0908_0706_0504_0302));
+        assert_eq!(get_fixed64(&bytes, 2), None);
+        assert_eq!(get_fixed32(&bytes, usize::MAX), None);
+    }
+}

@@ -1,0 +1,138 @@
+//! Read accounting: what one operation cost, counted at one choke point.
+//!
+//! A table read is cheap or dear depending on how many blocks it touches and
+//! how many disk pages those blocks span. Every data block a reader fetches
+//! passes through one function, `Table::read_block`, which records it here;
+//! nothing else reads data blocks, so these numbers cannot drift from what
+//! the code does. The caller owns the `ReadCost` for one operation (a get, a
+//! scan), so costs are per operation, not process-wide totals.
+//!
+//! The index, filter and properties blocks are read once when a table is
+//! opened and then kept in memory (as LevelDB's table cache does), so a read
+//! costs only the data blocks it fetches: an index lookup is a binary search
+//! in memory, counted in `index_lookups` but touching no page.
+//!
+//! *Pages touched* are the distinct 4096-byte pages of the file covered by the
+//! byte ranges read, trailers included: the unit an operating system reads
+//! from disk and caches. A 4 KiB block that starts mid-page spans two.
+
+use std::collections::BTreeSet;
+
+/// The unit of "pages touched": the usual size of an operating-system page.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// What reading from one table file cost one operation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadCost {
+    /// Data blocks read (a block read twice counts twice).
+    pub data_blocks: u64,
+    /// Bytes of those data blocks, trailers included.
+    pub data_bytes: u64,
+    /// Binary searches of the in-memory index (one per seek).
+    pub index_lookups: u64,
+    /// Bloom filter consultations.
+    pub filter_checks: u64,
+    /// Consultations that answered "certainly absent".
+    pub filter_negatives: u64,
+    /// Distinct page numbers (`offset / PAGE_SIZE`) of every byte read.
+    pages: BTreeSet<u64>,
+}
+
+impl ReadCost {
+    /// A cost of nothing.
+    pub fn new() -> ReadCost {
+        ReadCost::default()
+    }
+
+    /// Number of distinct pages of the file read so far.
+    pub fn pages_touched(&self) -> u64 {
+        self.pages.len() as u64
+    }
+
+    /// Adds `other` to this cost. Both must be costs of the same file: pages
+    /// are a set of page numbers of one file, so a page read by both counts
+    /// once. (For different files, sum their `pages_touched` instead.)
+    pub fn add(&mut self, other: &ReadCost) {
+        self.data_blocks += other.data_blocks;
+        self.data_bytes += other.data_bytes;
+        self.index_lookups += other.index_lookups;
+        self.filter_checks += other.filter_checks;
+        self.filter_negatives += other.filter_negatives;
+        self.pages.extend(other.pages.iter().copied());
+    }
+
+    /// Records a data block of `len` bytes (trailer included) read at `offset`.
+    pub(crate) fn record_data_block(&mut self, offset: u64, len: u64) {
+        self.data_blocks += 1;
+        self.data_bytes += len;
+        self.record_range(offset, len);
+    }
+
+    /// Records the pages `offset / 4096 ..= (offset + len - 1) / 4096`.
+    pub(crate) fn record_range(&mut self, offset: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let first = offset / PAGE_SIZE;
+        let last = offset.saturating_add(len - 1) / PAGE_SIZE;
+        self.pages.extend(first..=last);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_inside_one_page_touches_one_page() {
+        let mut cost = ReadCost::new();
+        cost.record_data_block(0, 4096);
+        assert_eq!(cost.pages_touched(), 1);
+        assert_eq!((cost.data_blocks, cost.data_bytes), (1, 4096));
+    }
+
+    #[test]
+    fn a_block_straddling_a_page_boundary_touches_two_pages() {
+        let mut cost = ReadCost::new();
+        cost.record_data_block(4000, 200); // bytes 4000..=4199: pages 0 and 1
+        assert_eq!(cost.pages_touched(), 2);
+    }
+
+    #[test]
+    fn a_page_read_twice_counts_once() {
+        let mut cost = ReadCost::new();
+        cost.record_data_block(0, 100);
+        cost.record_data_block(0, 100);
+        cost.record_data_block(100, 100);
+        assert_eq!(cost.data_blocks, 3);
+        assert_eq!(cost.data_bytes, 300);
+        assert_eq!(cost.pages_touched(), 1);
+    }
+
+    #[test]
+    fn a_large_block_touches_every_page_it_covers() {
+        let mut cost = ReadCost::new();
+        cost.record_range(4095, 4098); // bytes 4095..=8192: pages 0, 1, 2
+        assert_eq!(cost.pages_touched(), 3);
+        cost.record_range(9000, 0);
+        assert_eq!(cost.pages_touched(), 3);
+    }
+
+    #[test]
+    fn adding_costs_sums_counters_and_unions_pages() {
+        let mut a = ReadCost::new();
+        a.record_data_block(0, 4096);
+        a.index_lookups = 1;
+        let mut b = ReadCost::new();
+        b.record_data_block(4000, 200);
+        b.index_lookups = 1;
+        b.filter_checks = 2;
+        b.filter_negatives = 1;
+        a.add(&b);
+        assert_eq!(a.data_blocks, 2);
+        assert_eq!(a.data_bytes, 4296);
+        assert_eq!(a.index_lookups, 2);
+        assert_eq!((a.filter_checks, a.filter_negatives), (2, 1));
+        assert_eq!(a.pages_touched(), 2); // pages 0 and 1
+    }
+}
