@@ -59,7 +59,7 @@ impl BlockBuilder {
     /// Appends an entry and returns how many key bytes it stored (the
     /// unshared suffix), for the table's `stored_key_bytes` property.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> usize {
-        let shared = if self.entries % self.restart_interval == 0 {
+        let shared = if self.entries.is_multiple_of(self.restart_interval) {
             let offset = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
             debug_assert!(offset != u32::MAX, "block grew past 4 GiB");
             self.restarts.push(offset);
@@ -159,7 +159,10 @@ impl Block {
             .filter(|&n| n <= len);
         let Some(trailer) = trailer else {
             let at = len.saturating_sub(U32_LEN);
-            return Err(block.corruption(at, format!("restart count {count} does not fit in a block of {len} bytes")));
+            return Err(block.corruption(
+                at,
+                format!("restart count {count} does not fit in a block of {len} bytes"),
+            ));
         };
         block.entries_end = len - trailer;
         block.num_restarts = count as usize;
@@ -215,11 +218,15 @@ impl Block {
         }
     }
 
-    /// Decodes the entry header at `offset`: `(shared, key bytes, value range,
-    /// end of entry)`, every range checked to lie within the entries.
+    /// Decodes the entry at `offset`: `(shared, range of the unshared key
+    /// bytes, range of the value)`, both ranges checked to lie within the
+    /// entries. The value range ends where the next entry starts.
     fn decode_entry(&self, offset: usize) -> Result<(usize, Range<usize>, Range<usize>)> {
         let bad = |what: &str| self.corruption(offset, format!("bad entry: {what}"));
-        let input = self.contents.get(offset..self.entries_end).ok_or_else(|| bad("offset past the entries"))?;
+        let input = self
+            .contents
+            .get(offset..self.entries_end)
+            .ok_or_else(|| bad("offset past the entries"))?;
         let (shared, n1) = get_varint32(input).ok_or_else(|| bad("shared length"))?;
         let rest = input.get(n1..).unwrap_or_default();
         let (unshared, n2) = get_varint32(rest).ok_or_else(|| bad("unshared length"))?;
@@ -311,6 +318,10 @@ impl BlockIter {
 
     /// Moves to the next entry; past the last one the iterator becomes invalid.
     /// Does nothing on an invalid iterator.
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "a cursor step that can fail (LevelDB's `Next`), not `Iterator::next`"
+    )]
     pub fn next(&mut self) -> Result<()> {
         if !self.valid {
             return Ok(());
@@ -326,7 +337,8 @@ impl BlockIter {
             return Err(self.block.corruption(offset, what));
         }
         self.key.truncate(shared);
-        self.key.extend_from_slice(self.block.contents.get(key).unwrap_or_default());
+        self.key
+            .extend_from_slice(self.block.contents.get(key).unwrap_or_default());
         self.next_offset = value.end;
         self.value = value;
         self.valid = true;
@@ -338,9 +350,13 @@ impl BlockIter {
         self.valid
     }
 
-    /// The current key (meaningful only when [`valid`](Self::valid)).
+    /// The current key (empty when invalid).
     pub fn key(&self) -> &[u8] {
-        &self.key
+        if self.valid {
+            &self.key
+        } else {
+            &[]
+        }
     }
 
     /// The current value, a zero-copy slice of the block (empty when invalid).

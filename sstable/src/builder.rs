@@ -286,9 +286,7 @@ fn sync_parent_dir(path: &Path) -> Result<()> {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error(dir))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io_error(dir))
 }
 
 #[cfg(test)]
@@ -427,7 +425,12 @@ pub(crate) mod tests {
     fn consecutive_equal_filter_keys_are_hashed_once() -> TestResult {
         let dir = tempfile::tempdir()?;
         let mut builder = TableBuilder::create(&dir.path().join("t.sst"), TableOptions::default())?;
-        for (key, row) in [("row1/a", "row1"), ("row1/b", "row1"), ("row2/a", "row2"), ("row3/a", "row1")] {
+        for (key, row) in [
+            ("row1/a", "row1"),
+            ("row1/b", "row1"),
+            ("row2/a", "row2"),
+            ("row3/a", "row1"),
+        ] {
             builder.add(key.as_bytes(), b"v", row.as_bytes(), false)?;
         }
         // row1, row2, then row1 again (not consecutive, so counted again).

@@ -84,7 +84,9 @@ impl BlockHandle {
 
     /// Offset just past the block's trailer, or `None` on overflow.
     pub fn end(&self) -> Option<u64> {
-        self.offset.checked_add(self.size)?.checked_add(BLOCK_TRAILER_LEN as u64)
+        self.offset
+            .checked_add(self.size)?
+            .checked_add(BLOCK_TRAILER_LEN as u64)
     }
 }
 
@@ -184,7 +186,10 @@ impl Footer {
             what,
         };
         if bytes.len() != FOOTER_LEN {
-            return Err(corruption(0, format!("footer is {} bytes, expected {FOOTER_LEN}", bytes.len())));
+            return Err(corruption(
+                0,
+                format!("footer is {} bytes, expected {FOOTER_LEN}", bytes.len()),
+            ));
         }
         let magic_at = FOOTER_LEN - 8;
         let magic = get_fixed64(bytes, magic_at).unwrap_or(0);
@@ -262,7 +267,12 @@ mod tests {
 
     #[test]
     fn block_kinds_round_trip_through_their_byte() {
-        for kind in [BlockKind::Data, BlockKind::Index, BlockKind::Filter, BlockKind::Properties] {
+        for kind in [
+            BlockKind::Data,
+            BlockKind::Index,
+            BlockKind::Filter,
+            BlockKind::Properties,
+        ] {
             assert_eq!(BlockKind::from_u8(kind.as_u8()), Some(kind));
         }
         assert_eq!(BlockKind::Data.as_u8(), 1);

@@ -177,8 +177,8 @@ mod tests {
     #[test]
     fn properties_round_trip() -> Result<()> {
         let bytes = sample().encode();
-        // 10 counters (300 takes 2 bytes) + 1 + 5 + 1 + 6 + 8.
-        assert_eq!(bytes.len(), 11 + 6 + 7 + 8);
+        // 10 counters (300 and 200 take 2 bytes each) + 1 + 5 + 1 + 6 + 8.
+        assert_eq!(bytes.len(), 12 + 6 + 7 + 8);
         assert_eq!(TableProperties::decode(&bytes, Path::new("t.sst"), 0)?, sample());
         Ok(())
     }
@@ -206,7 +206,7 @@ mod tests {
         bytes.push(0);
         assert!(matches!(
             TableProperties::decode(&bytes, Path::new("t.sst"), 100),
-            Err(Error::Corruption { offset: 132, .. })
+            Err(Error::Corruption { offset: 133, .. })
         ));
     }
 

@@ -176,7 +176,11 @@ impl Table {
         let mut previous: Option<Vec<u8>> = None;
         for entry in &self.index {
             let handle = entry.handle;
-            let block = Block::new(self.read_verified(handle, BlockKind::Data)?, Arc::clone(&self.path), handle.offset)?;
+            let block = Block::new(
+                self.read_verified(handle, BlockKind::Data)?,
+                Arc::clone(&self.path),
+                handle.offset,
+            )?;
             let mut iter = block.iter();
             iter.seek_to_first()?;
             if !iter.valid() {
@@ -198,7 +202,10 @@ impl Table {
             report.bytes += handle.size_with_trailer();
         }
         if report.entries != self.properties.entries {
-            let what = format!("{} entries found, properties say {}", report.entries, self.properties.entries);
+            let what = format!(
+                "{} entries found, properties say {}",
+                report.entries, self.properties.entries
+            );
             return Err(self.corruption(self.footer.properties.offset, what));
         }
 
@@ -266,7 +273,8 @@ impl Table {
         };
         let computed = block_checksum(&contents, stored_kind);
         if computed != stored_crc {
-            let what = format!("checksum mismatch in {kind} block: stored {stored_crc:#010x}, computed {computed:#010x}");
+            let what =
+                format!("checksum mismatch in {kind} block: stored {stored_crc:#010x}, computed {computed:#010x}");
             return Err(self.corruption(handle.offset, what));
         }
         if stored_kind != kind.as_u8() {
@@ -281,7 +289,11 @@ impl Table {
         let contents = self.read_verified(handle, BlockKind::Properties)?;
         let properties = TableProperties::decode(&contents, &self.path, handle.offset)?;
         if properties.file_size != self.file_size() {
-            let what = format!("properties say the file is {} bytes, it is {}", properties.file_size, self.file_size());
+            let what = format!(
+                "properties say the file is {} bytes, it is {}",
+                properties.file_size,
+                self.file_size()
+            );
             return Err(self.corruption(handle.offset, what));
         }
         Ok(properties)
@@ -304,7 +316,11 @@ impl Table {
     /// entry per data block.
     fn load_index(&self) -> Result<Vec<IndexEntry>> {
         let handle = self.footer.index;
-        let block = Block::new(self.read_verified(handle, BlockKind::Index)?, Arc::clone(&self.path), handle.offset)?;
+        let block = Block::new(
+            self.read_verified(handle, BlockKind::Index)?,
+            Arc::clone(&self.path),
+            handle.offset,
+        )?;
         let bad = |what: String| self.corruption(handle.offset, format!("bad index block: {what}"));
         let data_end = match self.footer.filter.size {
             0 => self.footer.properties.offset,
@@ -332,7 +348,11 @@ impl Table {
             iter.next()?;
         }
         if index.len() as u64 != self.properties.data_blocks {
-            let what = format!("{} entries for {} data blocks", index.len(), self.properties.data_blocks);
+            let what = format!(
+                "{} entries for {} data blocks",
+                index.len(),
+                self.properties.data_blocks
+            );
             return Err(bad(what));
         }
         Ok(index)
@@ -411,6 +431,10 @@ impl TableIter {
 
     /// Moves to the next entry, reading the next data block when this one is
     /// exhausted. Does nothing on an invalid iterator.
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "a cursor step that can fail (LevelDB's `Next`), not `Iterator::next`"
+    )]
     pub fn next(&mut self) -> Result<()> {
         let result = self.next_inner();
         self.invalidate_on_error(result)
@@ -457,7 +481,10 @@ impl TableIter {
 
     fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
         self.cost.index_lookups += 1;
-        let position = self.table.index.partition_point(|entry| entry.last_key.as_slice() < target);
+        let position = self
+            .table
+            .index
+            .partition_point(|entry| entry.last_key.as_slice() < target);
         if let Some(block) = self.load_block(position)? {
             block.seek(target)?;
         }
@@ -531,7 +558,11 @@ mod tests {
         std::fs::write(path, bytes)
     }
 
-    fn scan(table: &Arc<Table>) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, ReadCost)> {
+    /// Every entry of a table, in order.
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// Reads the whole table with one iterator; returns what it read and its cost.
+    fn scan(table: &Arc<Table>) -> Result<(Entries, ReadCost)> {
         let mut iter = table.iter();
         let mut entries = Vec::new();
         iter.seek_to_first()?;
