@@ -73,7 +73,13 @@ impl WriteBatch {
     }
 
     /// Puts a value at the store's current time.
-    pub fn put(&mut self, family: &str, row: impl AsRef<[u8]>, column: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
+    pub fn put(
+        &mut self,
+        family: &str,
+        row: impl AsRef<[u8]>,
+        column: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> &mut Self {
         self.push(family, Kind::Put, row.as_ref(), column.as_ref(), None, value.as_ref());
         self
     }
@@ -87,7 +93,14 @@ impl WriteBatch {
         timestamp: u64,
         value: impl AsRef<[u8]>,
     ) -> &mut Self {
-        self.push(family, Kind::Put, row.as_ref(), column.as_ref(), Some(timestamp), value.as_ref());
+        self.push(
+            family,
+            Kind::Put,
+            row.as_ref(),
+            column.as_ref(),
+            Some(timestamp),
+            value.as_ref(),
+        );
         self
     }
 
@@ -98,8 +111,21 @@ impl WriteBatch {
     }
 
     /// Deletes every version of a column with a timestamp up to `timestamp`.
-    pub fn delete_at(&mut self, family: &str, row: impl AsRef<[u8]>, column: impl AsRef<[u8]>, timestamp: u64) -> &mut Self {
-        self.push(family, Kind::DeleteCell, row.as_ref(), column.as_ref(), Some(timestamp), b"");
+    pub fn delete_at(
+        &mut self,
+        family: &str,
+        row: impl AsRef<[u8]>,
+        column: impl AsRef<[u8]>,
+        timestamp: u64,
+    ) -> &mut Self {
+        self.push(
+            family,
+            Kind::DeleteCell,
+            row.as_ref(),
+            column.as_ref(),
+            Some(timestamp),
+            b"",
+        );
         self
     }
 

@@ -37,7 +37,10 @@ pub fn choose(run_sizes: &[u64], trigger: usize) -> Option<Range<usize>> {
         let mut total = run_sizes.get(start).copied().unwrap_or(0);
         while let Some(&size) = run_sizes.get(end) {
             let average = total / (end - start) as u64;
-            if size.saturating_mul(2) < average || size > average.saturating_mul(2) || end - start >= MAX_RUNS_PER_COMPACTION {
+            if size.saturating_mul(2) < average
+                || size > average.saturating_mul(2)
+                || end - start >= MAX_RUNS_PER_COMPACTION
+            {
                 break;
             }
             total += size;
@@ -128,7 +131,11 @@ impl Compactor {
             self.cell_tombstone = Some(age);
             return !(self.bottommost || expired);
         }
-        if self.cell_tombstone.is_some_and(|t| age < t) || self.last_ts == Some(ts) || self.kept >= self.max_versions || expired {
+        if self.cell_tombstone.is_some_and(|t| age < t)
+            || self.last_ts == Some(ts)
+            || self.kept >= self.max_versions
+            || expired
+        {
             // Hidden by a deletion, replaced by a later write with the same
             // timestamp, beyond max_versions, or expired: no reader sees it.
             return false;
@@ -158,13 +165,19 @@ mod tests {
     fn compaction_drops_what_no_reader_sees() {
         let k = |col: &str, ts, seq, kind| key::encode(b"r", col.as_bytes(), ts, seq, kind);
         let mut c = Compactor::new(1, 0, false);
-        assert!(c.keep(&k("", 50, 9, Kind::DeleteRow)), "not bottommost: the row tombstone stays");
+        assert!(
+            c.keep(&k("", 50, 9, Kind::DeleteRow)),
+            "not bottommost: the row tombstone stays"
+        );
         assert!(c.keep(&k("a", 60, 10, Kind::Put)), "newer than the row deletion");
         assert!(!c.keep(&k("a", 40, 3, Kind::Put)), "hidden by the row deletion");
         assert!(c.keep(&k("b", 70, 11, Kind::Put)));
         assert!(!c.keep(&k("b", 65, 8, Kind::Put)), "beyond max_versions");
         let mut bottom = Compactor::new(2, 0, true);
-        assert!(!bottom.keep(&k("c", 30, 5, Kind::DeleteCell)), "bottommost: tombstone dropped");
+        assert!(
+            !bottom.keep(&k("c", 30, 5, Kind::DeleteCell)),
+            "bottommost: tombstone dropped"
+        );
         assert!(!bottom.keep(&k("c", 20, 4, Kind::Put)), "and what it hid");
         assert!(bottom.keep(&k("d", 20, 4, Kind::Put)));
         assert!(!bottom.keep(&k("d", 20, 2, Kind::Put)), "same timestamp, earlier write");

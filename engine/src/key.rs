@@ -279,7 +279,10 @@ mod tests {
         let parsed = parse(&key).expect("valid key");
         assert_eq!(parsed.row, b"a\0b");
         assert_eq!(parsed.column, b"\0\0");
-        assert_eq!((parsed.timestamp, parsed.sequence, parsed.kind), (42, 9, Kind::DeleteCell));
+        assert_eq!(
+            (parsed.timestamp, parsed.sequence, parsed.kind),
+            (42, 9, Kind::DeleteCell)
+        );
         assert_eq!(row_part(&key), Some(&row_prefix(b"a\0b")[..]));
     }
 

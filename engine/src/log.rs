@@ -155,6 +155,10 @@ impl LogWriter {
     }
 
     /// The segment's path.
+    #[allow(
+        dead_code,
+        reason = "part of the writer's specified API; recovery names segments by number today"
+    )]
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
@@ -192,9 +196,7 @@ impl LogWriter {
 
     /// Forces the records written so far to stable storage (`fdatasync`).
     pub(crate) fn sync(&mut self) -> Result<()> {
-        self.file
-            .sync_data()
-            .map_err(|source| Error::io(&self.path, source))
+        self.file.sync_data().map_err(|source| Error::io(&self.path, source))
     }
 }
 
@@ -207,6 +209,10 @@ pub(crate) enum TailPolicy {
     /// Keep every record before the first damage and drop the rest, reporting
     /// what was dropped. For a user who prefers a store with lost writes to no
     /// store at all.
+    #[allow(
+        dead_code,
+        reason = "the salvage option of DESIGN.md 4 is not wired into Store::open yet"
+    )]
     Salvage,
 }
 
@@ -342,9 +348,7 @@ fn decode_log(path: &Path, data: Bytes, policy: TailPolicy) -> Result<LogContent
             }
             Frame::Torn { why } => why,
             Frame::Corrupt { what } => match policy {
-                TailPolicy::TolerateTornTail => {
-                    return Err(Error::corruption(path, offset as u64, what))
-                }
+                TailPolicy::TolerateTornTail => return Err(Error::corruption(path, offset as u64, what)),
                 TailPolicy::Salvage => what,
             },
         };
@@ -444,9 +448,7 @@ mod tests {
     fn thousand_records_of_random_sizes_round_trip() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut rng = XorShift(0x5eed);
-        let payloads: Vec<Vec<u8>> = (0..1000)
-            .map(|i| payload(i, (rng.next() % 3000) as usize))
-            .collect();
+        let payloads: Vec<Vec<u8>> = (0..1000).map(|i| payload(i, (rng.next() % 3000) as usize)).collect();
         let path = dir.path().join("000007.log");
         let mut writer = LogWriter::create(&path, 7).expect("create");
         let mut expected_offsets = Vec::new();
@@ -479,21 +481,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("000002.log");
         let mut writer = LogWriter::create(&path, 2).expect("create");
-        let written = writer
-            .append_many(&[b"one", b"", b"three"])
-            .expect("append_many");
+        let written = writer.append_many(&[b"one", b"", b"three"]).expect("append_many");
         assert_eq!(written, 8 + 3 + 8 + 8 + 5);
         assert_eq!(writer.len(), 32);
         let contents = read_log(&path, TailPolicy::TolerateTornTail).expect("read");
-        let records: Vec<(u64, &[u8])> = contents
-            .records
-            .iter()
-            .map(|(o, p)| (*o, p.as_ref()))
-            .collect();
-        assert_eq!(
-            records,
-            [(0, &b"one"[..]), (11, &b""[..]), (19, &b"three"[..])]
-        );
+        let records: Vec<(u64, &[u8])> = contents.records.iter().map(|(o, p)| (*o, p.as_ref())).collect();
+        assert_eq!(records, [(0, &b"one"[..]), (11, &b""[..]), (19, &b"three"[..])]);
     }
 
     #[test]
@@ -616,10 +609,7 @@ mod tests {
         bytes[18..46].fill(0);
         std::fs::write(&path, &bytes).expect("write");
         let err = read_log(&path, TailPolicy::TolerateTornTail).expect_err("corruption");
-        assert!(
-            matches!(err, Error::Corruption { offset: 18, .. }),
-            "{err:?}"
-        );
+        assert!(matches!(err, Error::Corruption { offset: 18, .. }), "{err:?}");
     }
 
     #[test]
@@ -635,10 +625,7 @@ mod tests {
             Error::Corruption { file, offset, what } => {
                 assert_eq!(file, path);
                 assert_eq!(offset, 84);
-                assert_eq!(
-                    what,
-                    "record length 4294967295 is over the limit of 268435456"
-                );
+                assert_eq!(what, "record length 4294967295 is over the limit of 268435456");
             }
             other => panic!("expected corruption, got {other:?}"),
         }

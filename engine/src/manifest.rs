@@ -247,10 +247,7 @@ impl ManifestState {
             Edit::AddTable { family, table } => {
                 let state = self.family_mut(*family)?;
                 if state.tables.iter().any(|t| t.file_id == table.file_id) {
-                    return Err(format!(
-                        "table {} is added twice to family {family}",
-                        table.file_id
-                    ));
+                    return Err(format!("table {} is added twice to family {family}", table.file_id));
                 }
                 state.tables.push(table.clone());
             }
@@ -283,7 +280,7 @@ impl ManifestState {
 /// Encodes an edit group: the version byte, then each edit as a tag byte and
 /// its fields. Integers are fixed-width little-endian; byte strings and names
 /// are a u32 length then the bytes. (FORMAT-log-manifest.md has the diagrams.)
-pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
+fn encode_edits(edits: &[Edit]) -> Vec<u8> {
     let mut out = vec![EDIT_FORMAT_VERSION];
     for edit in edits {
         match edit {
@@ -301,13 +298,7 @@ pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
             Edit::AddTable { family, table } => {
                 out.push(tag::ADD_TABLE);
                 put_u32(&mut out, *family);
-                for value in [
-                    table.file_id,
-                    table.run,
-                    table.size,
-                    table.entries,
-                    table.tombstones,
-                ] {
+                for value in [table.file_id, table.run, table.size, table.entries, table.tombstones] {
                     put_u64(&mut out, value);
                 }
                 put_bytes(&mut out, &table.first_key);
@@ -358,7 +349,7 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 
 /// Why an edit group did not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum DecodeError {
+enum DecodeError {
     /// The group was written by a newer cellar (this version byte).
     Version(u8),
     /// The bytes are not a valid edit group.
@@ -380,7 +371,7 @@ impl DecodeError {
 }
 
 /// Decodes an edit group written by [`encode_edits`]. Never panics, whatever the bytes.
-pub(crate) fn decode_edits(payload: &[u8]) -> std::result::Result<Vec<Edit>, DecodeError> {
+fn decode_edits(payload: &[u8]) -> std::result::Result<Vec<Edit>, DecodeError> {
     let mut reader = Reader { rest: payload };
     let version = reader.u8("the version byte")?;
     if version != EDIT_FORMAT_VERSION {
@@ -425,9 +416,7 @@ pub(crate) fn decode_edits(payload: &[u8]) -> std::result::Result<Vec<Edit>, Dec
             tag::LAST_SEQUENCE => Edit::LastSequence(reader.u64("a sequence number")?),
             tag::NEXT_FILE_NUMBER => Edit::NextFileNumber(reader.u64("a file number")?),
             unknown => {
-                return Err(DecodeError::Malformed(format!(
-                    "unknown edit tag {unknown}"
-                )));
+                return Err(DecodeError::Malformed(format!("unknown edit tag {unknown}")));
             }
         };
         edits.push(edit);
@@ -444,10 +433,7 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     /// The next `N` bytes; `what` names the field for the error.
     fn array<const N: usize>(&mut self, what: &str) -> std::result::Result<[u8; N], DecodeError> {
-        let (head, tail) = self
-            .rest
-            .split_first_chunk::<N>()
-            .ok_or_else(|| cut_short(what))?;
+        let (head, tail) = self.rest.split_first_chunk::<N>().ok_or_else(|| cut_short(what))?;
         self.rest = tail;
         Ok(*head)
     }
@@ -471,18 +457,14 @@ impl<'a> Reader<'a> {
     /// A u32 length, then that many bytes.
     fn bytes(&mut self, what: &str) -> std::result::Result<Vec<u8>, DecodeError> {
         let len = self.u32(what)? as usize;
-        let (head, tail) = self
-            .rest
-            .split_at_checked(len)
-            .ok_or_else(|| cut_short(what))?;
+        let (head, tail) = self.rest.split_at_checked(len).ok_or_else(|| cut_short(what))?;
         self.rest = tail;
         Ok(head.to_vec())
     }
 
     /// Like [`Reader::bytes`], and the bytes must be UTF-8.
     fn string(&mut self, what: &str) -> std::result::Result<String, DecodeError> {
-        String::from_utf8(self.bytes(what)?)
-            .map_err(|_| DecodeError::Malformed(format!("{what} is not UTF-8")))
+        String::from_utf8(self.bytes(what)?).map_err(|_| DecodeError::Malformed(format!("{what} is not UTF-8")))
     }
 }
 
@@ -501,8 +483,6 @@ pub(crate) struct Manifest {
     dir: PathBuf,
     /// The live manifest file.
     path: PathBuf,
-    /// Its file number.
-    number: u64,
     /// The file, positioned at its end.
     file: File,
     /// Its length in bytes.
@@ -522,10 +502,7 @@ impl Manifest {
     /// "not a store" and can be created again.
     pub(crate) fn create(dir: &Path, number: u64, state: &ManifestState) -> Result<Manifest> {
         let current = dir.join(CURRENT);
-        if current
-            .try_exists()
-            .map_err(|source| Error::io(&current, source))?
-        {
+        if current.try_exists().map_err(|source| Error::io(&current, source))? {
             return Err(Error::InvalidArgument(format!(
                 "{} already holds a store (it has a CURRENT file)",
                 dir.display()
@@ -536,7 +513,6 @@ impl Manifest {
         Ok(Manifest {
             dir: dir.to_path_buf(),
             path,
-            number,
             file,
             size,
             failed: false,
@@ -556,13 +532,11 @@ impl Manifest {
         let text = match std::fs::read(&current) {
             Ok(text) => text,
             Err(source) if source.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::NotAStore {
-                    dir: dir.to_path_buf(),
-                })
+                return Err(Error::NotAStore { dir: dir.to_path_buf() })
             }
             Err(source) => return Err(Error::io(&current, source)),
         };
-        let (name, number) = parse_current(&text).ok_or_else(|| {
+        let name = parse_current(&text).ok_or_else(|| {
             Error::corruption(
                 &current,
                 0,
@@ -614,7 +588,6 @@ impl Manifest {
         let manifest = Manifest {
             dir: dir.to_path_buf(),
             path,
-            number,
             file,
             size: contents.valid_len,
             failed: false,
@@ -633,10 +606,7 @@ impl Manifest {
         self.check_not_failed()?;
         let mut frame = Vec::new();
         log::encode_record(&mut frame, &encode_edits(edits))?;
-        let written = self
-            .file
-            .write_all(&frame)
-            .and_then(|()| self.file.sync_data());
+        let written = self.file.write_all(&frame).and_then(|()| self.file.sync_data());
         if let Err(source) = written {
             self.failed = true;
             return Err(Error::io(&self.path, source));
@@ -664,7 +634,6 @@ impl Manifest {
         }
         let old = std::mem::replace(&mut self.path, path);
         self.file = file;
-        self.number = new_number;
         self.size = size;
         std::fs::remove_file(&old).map_err(|source| Error::io(&old, source))
     }
@@ -677,11 +646,6 @@ impl Manifest {
     /// The live manifest file.
     pub(crate) fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// The live manifest's file number (so the engine does not delete it as obsolete).
-    pub(crate) fn number(&self) -> u64 {
-        self.number
     }
 
     /// Refuses to write after an earlier failure (see the `failed` field).
@@ -731,15 +695,14 @@ fn install_current(dir: &Path, number: u64) -> Result<()> {
     log::sync_dir(dir)
 }
 
-/// The manifest name and number in the contents of `CURRENT`, if well formed:
-/// `MANIFEST-` then decimal digits, then one newline.
-fn parse_current(text: &[u8]) -> Option<(&str, u64)> {
+/// The manifest name in the contents of `CURRENT`, if well formed:
+/// `MANIFEST-`, then a decimal file number, then one newline. (The check also
+/// keeps a damaged `CURRENT` from naming a path outside the store.)
+fn parse_current(text: &[u8]) -> Option<&str> {
     let name = std::str::from_utf8(text).ok()?.strip_suffix('\n')?;
     let digits = name.strip_prefix(MANIFEST_PREFIX)?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some((name, digits.parse().ok()?))
+    let all_digits = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    (all_digits && digits.parse::<u64>().is_ok()).then_some(name)
 }
 
 #[cfg(test)]
@@ -857,13 +820,9 @@ mod tests {
         assert_eq!(users.log_number, 4);
         assert_eq!(users.tables, [table(7)]);
         assert_eq!(replayed.families[&2].options, [9]);
-        assert_eq!(reopened.number(), 1);
         assert_eq!(reopened.path(), dir.path().join("MANIFEST-000001"));
         assert_eq!(reopened.size(), size);
-        assert_eq!(
-            std::fs::metadata(reopened.path()).expect("stat").len(),
-            size
-        );
+        assert_eq!(std::fs::metadata(reopened.path()).expect("stat").len(), size);
         assert_eq!(
             std::fs::read(dir.path().join("CURRENT")).expect("read"),
             b"MANIFEST-000001\n"
@@ -894,7 +853,6 @@ mod tests {
 
         let snapshot_size = 8 + encode_edits(&state.snapshot()).len() as u64;
         assert_eq!(manifest.size(), snapshot_size);
-        assert_eq!(manifest.number(), 9);
         assert_eq!(manifest.path(), dir.path().join("MANIFEST-000009"));
         assert!(!old_path.exists());
         assert_eq!(
@@ -909,7 +867,7 @@ mod tests {
         let mut expected = state;
         expected.last_sequence = 500;
         assert_eq!(replayed, expected);
-        assert_eq!(reopened.number(), 9);
+        assert_eq!(reopened.path(), dir.path().join("MANIFEST-000009"));
     }
 
     #[test]
@@ -973,17 +931,10 @@ mod tests {
         drop(manifest);
         let err = Manifest::open(dir.path()).expect_err("corruption");
         match err {
-            Error::Corruption {
-                file,
-                offset: at,
-                what,
-            } => {
+            Error::Corruption { file, offset: at, what } => {
                 assert_eq!(file, path);
                 assert_eq!(at, offset);
-                assert_eq!(
-                    what,
-                    "table 99 is removed from family 1, which does not have it"
-                );
+                assert_eq!(what, "table 99 is removed from family 1, which does not have it");
             }
             other => panic!("expected corruption, got {other:?}"),
         }
@@ -1014,18 +965,10 @@ mod tests {
     #[test]
     fn malformed_current_is_corruption() {
         let dir = tempfile::tempdir().expect("tempdir");
-        for text in [
-            &b"MANIFEST-000001"[..],
-            b"../etc/passwd\n",
-            b"MANIFEST-\n",
-            b"",
-        ] {
+        for text in [&b"MANIFEST-000001"[..], b"../etc/passwd\n", b"MANIFEST-\n", b""] {
             std::fs::write(dir.path().join("CURRENT"), text).expect("write");
             let err = Manifest::open(dir.path()).expect_err("corruption");
-            assert!(
-                matches!(err, Error::Corruption { offset: 0, .. }),
-                "{err:?}"
-            );
+            assert!(matches!(err, Error::Corruption { offset: 0, .. }), "{err:?}");
         }
     }
 
@@ -1075,18 +1018,13 @@ mod tests {
             // The first edit of the group fits; the group still changes nothing.
             let group = [Edit::LastSequence(9), edit];
             let err = state.apply_all(&group).expect_err("refused");
-            assert!(
-                matches!(err, Error::InvalidArgument(ref m) if m == message),
-                "{err:?}"
-            );
+            assert!(matches!(err, Error::InvalidArgument(ref m) if m == message), "{err:?}");
             assert_eq!(state, before);
         }
         let add = add_table(2, 5);
         state.apply(&add).expect("first add");
         let err = state.apply(&add).expect_err("second add");
-        assert!(
-            matches!(err, Error::InvalidArgument(ref m) if m == "table 5 is added twice to family 2")
-        );
+        assert!(matches!(err, Error::InvalidArgument(ref m) if m == "table 5 is added twice to family 2"));
     }
 
     #[test]
@@ -1095,9 +1033,7 @@ mod tests {
         for group in flush_and_compaction() {
             state.apply_all(&group).expect("apply");
         }
-        state
-            .apply_all(&[add_table(2, 3), add_table(2, 1)])
-            .expect("apply");
+        state.apply_all(&[add_table(2, 3), add_table(2, 1)]).expect("apply");
         let mut rebuilt = ManifestState::default();
         rebuilt.apply_all(&state.snapshot()).expect("snapshot");
         assert_eq!(rebuilt, state);
@@ -1179,42 +1115,32 @@ mod tests {
         );
         assert_eq!(
             decode_edits(&[1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0xff, 0, 0, 0, 0]),
-            Err(DecodeError::Malformed(
-                "a family name is not UTF-8".to_string()
-            ))
+            Err(DecodeError::Malformed("a family name is not UTF-8".to_string()))
         );
     }
 
     /// Any edit, with short strings so cases stay small.
     fn any_edit() -> impl Strategy<Value = Edit> {
         let bytes = || proptest::collection::vec(any::<u8>(), 0..8);
-        let table =
-            (any::<[u64; 9]>(), bytes(), bytes()).prop_map(|(n, first_key, last_key)| TableMeta {
-                file_id: n[0],
-                run: n[1],
-                size: n[2],
-                entries: n[3],
-                tombstones: n[4],
-                first_key,
-                last_key,
-                min_seq: n[5],
-                max_seq: n[6],
-                min_ts: n[7],
-                max_ts: n[8],
-            });
+        let table = (any::<[u64; 9]>(), bytes(), bytes()).prop_map(|(n, first_key, last_key)| TableMeta {
+            file_id: n[0],
+            run: n[1],
+            size: n[2],
+            entries: n[3],
+            tombstones: n[4],
+            first_key,
+            last_key,
+            min_seq: n[5],
+            max_seq: n[6],
+            min_ts: n[7],
+            max_ts: n[8],
+        });
         prop_oneof![
-            (any::<u32>(), ".{0,8}", bytes()).prop_map(|(id, name, options)| Edit::AddFamily {
-                id,
-                name,
-                options
-            }),
-            (any::<u32>(), bytes())
-                .prop_map(|(id, options)| Edit::SetFamilyOptions { id, options }),
+            (any::<u32>(), ".{0,8}", bytes()).prop_map(|(id, name, options)| Edit::AddFamily { id, name, options }),
+            (any::<u32>(), bytes()).prop_map(|(id, options)| Edit::SetFamilyOptions { id, options }),
             (any::<u32>(), table).prop_map(|(family, table)| Edit::AddTable { family, table }),
-            (any::<u32>(), any::<u64>())
-                .prop_map(|(family, file_id)| Edit::RemoveTable { family, file_id }),
-            (any::<u32>(), any::<u64>())
-                .prop_map(|(family, log_number)| Edit::SetLogNumber { family, log_number }),
+            (any::<u32>(), any::<u64>()).prop_map(|(family, file_id)| Edit::RemoveTable { family, file_id }),
+            (any::<u32>(), any::<u64>()).prop_map(|(family, log_number)| Edit::SetLogNumber { family, log_number }),
             any::<u64>().prop_map(Edit::LastSequence),
             any::<u64>().prop_map(Edit::NextFileNumber),
         ]

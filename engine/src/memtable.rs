@@ -20,7 +20,6 @@ const NODE_OVERHEAD: usize = 64;
 
 /// A sorted in-memory table of entries `(internal key -> value)`.
 pub(crate) struct Memtable {
-    id: u64,
     map: SkipMap<Bytes, Bytes>,
     bytes: AtomicUsize,
     entries: AtomicUsize,
@@ -32,10 +31,9 @@ pub(crate) struct Memtable {
 }
 
 impl Memtable {
-    /// An empty memtable. `id` only names it in traces.
-    pub fn new(id: u64) -> Memtable {
+    /// An empty memtable.
+    pub fn new() -> Memtable {
         Memtable {
-            id,
             map: SkipMap::new(),
             bytes: AtomicUsize::new(0),
             entries: AtomicUsize::new(0),
@@ -46,18 +44,14 @@ impl Memtable {
         }
     }
 
-    /// The memtable's number, for traces.
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
     /// Inserts one entry. Keys are unique because every write has its own sequence number.
     /// Only the store's single writer calls this.
     pub fn insert(&self, key: Bytes, value: Bytes, timestamp: u64, sequence: u64, tombstone: bool, log: u64) {
         if self.first_log.load(Ordering::Relaxed) == 0 {
             self.first_log.store(log, Ordering::Relaxed);
         }
-        self.bytes.fetch_add(key.len() + value.len() + NODE_OVERHEAD, Ordering::Relaxed);
+        self.bytes
+            .fetch_add(key.len() + value.len() + NODE_OVERHEAD, Ordering::Relaxed);
         self.max_ts.fetch_max(timestamp, Ordering::Relaxed);
         self.max_seq.fetch_max(sequence, Ordering::Relaxed);
         if tombstone {
@@ -149,13 +143,6 @@ impl Memtable {
     pub fn iter(&self) -> impl Iterator<Item = (Bytes, Bytes)> + '_ {
         self.map.iter().map(|e| (e.key().clone(), e.value().clone()))
     }
-
-    /// Smallest and largest key, if any.
-    pub fn key_range(&self) -> Option<(Bytes, Bytes)> {
-        let first = self.map.front()?.key().clone();
-        let last = self.map.back()?.key().clone();
-        Some((first, last))
-    }
 }
 
 #[cfg(test)]
@@ -170,7 +157,7 @@ mod tests {
 
     #[test]
     fn newest_visible_version_is_found_first() {
-        let m = Memtable::new(1);
+        let m = Memtable::new();
         put(&m, b"r", b"c", 10, 1, b"old");
         put(&m, b"r", b"c", 20, 2, b"new");
         put(&m, b"r", b"d", 30, 3, b"other");
@@ -182,12 +169,15 @@ mod tests {
         let (hit, examined) = m.newest_with_prefix(&prefix, 1);
         assert_eq!(hit.map(|(_, v)| v), Some(Bytes::from_static(b"old")));
         assert_eq!(examined, 2);
-        assert_eq!((m.entries(), m.max_ts(), m.max_seq(), m.first_log()), (3, 30, 3, Some(7)));
+        assert_eq!(
+            (m.entries(), m.max_ts(), m.max_seq(), m.first_log()),
+            (3, 30, 3, Some(7))
+        );
     }
 
     #[test]
     fn chunks_continue_where_they_stopped() {
-        let m = Memtable::new(1);
+        let m = Memtable::new();
         for i in 0..10u8 {
             put(&m, &[b'a' + i], b"c", 1, u64::from(i) + 1, b"v");
         }

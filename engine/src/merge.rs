@@ -25,7 +25,9 @@ pub(crate) struct MergeIterator {
 impl MergeIterator {
     /// Merges `cursors` (each already positioned at its first entry).
     pub fn new(cursors: Vec<Cursor>) -> MergeIterator {
-        let heap: Vec<usize> = (0..cursors.len()).filter(|&i| cursors.get(i).is_some_and(Cursor::valid)).collect();
+        let heap: Vec<usize> = (0..cursors.len())
+            .filter(|&i| cursors.get(i).is_some_and(Cursor::valid))
+            .collect();
         let mut merge = MergeIterator { cursors, heap };
         for i in (0..merge.heap.len() / 2).rev() {
             merge.sift_down(i);
@@ -110,7 +112,7 @@ mod tests {
     use std::sync::Arc;
 
     fn memtable(keys: &[(u8, u64)]) -> Source {
-        let m = Memtable::new(0);
+        let m = Memtable::new();
         for &(row, seq) in keys {
             let k = key::encode(&[row], b"c", 1, seq, Kind::Put);
             m.insert(Bytes::from(k), Bytes::from(vec![row]), 1, seq, false, 1);
@@ -127,7 +129,11 @@ mod tests {
         let b = memtable(&[(2, 4), (3, 5)]);
         let c = memtable(&[]);
         let end = Bytes::from(key::row_prefix(&[9]));
-        let cursors = vec![a.cursor(b"", Some(end.clone()))?, b.cursor(b"", Some(end))?, c.cursor(b"", None)?];
+        let cursors = vec![
+            a.cursor(b"", Some(end.clone()))?,
+            b.cursor(b"", Some(end))?,
+            c.cursor(b"", None)?,
+        ];
         let mut merge = MergeIterator::new(cursors);
         let mut rows = Vec::new();
         while merge.valid() {

@@ -47,6 +47,10 @@ pub struct StoreOptions {
     pub max_immutable_memtables: usize,
     /// Families declared at open: created if missing, options updated if present.
     pub families: Vec<(String, FamilyOptions)>,
+    /// On open, keep the log records before a damaged one and drop the rest,
+    /// instead of refusing to open (default false: a damaged record in the
+    /// middle of the log is an error, since records after it were acknowledged).
+    pub salvage_log: bool,
 }
 
 impl Default for StoreOptions {
@@ -57,6 +61,7 @@ impl Default for StoreOptions {
             max_log_bytes: 256 << 20,
             max_immutable_memtables: 4,
             families: Vec::new(),
+            salvage_log: false,
         }
     }
 }
@@ -180,13 +185,17 @@ impl FamilyOptions {
             return Err(Error::InvalidArgument("max_versions must be at least 1".into()));
         }
         if self.block_size < 64 || self.block_size > (16 << 20) {
-            return Err(Error::InvalidArgument("block_size must be between 64 bytes and 16 MiB".into()));
+            return Err(Error::InvalidArgument(
+                "block_size must be between 64 bytes and 16 MiB".into(),
+            ));
         }
         if self.bloom_bits_per_key > 64 {
             return Err(Error::InvalidArgument("bloom_bits_per_key must be at most 64".into()));
         }
         if self.memtable_max_bytes < 1024 || self.memtable_max_entries == Some(0) {
-            return Err(Error::InvalidArgument("memtable limits must allow at least one entry".into()));
+            return Err(Error::InvalidArgument(
+                "memtable limits must allow at least one entry".into(),
+            ));
         }
         if self.target_file_bytes == 0 || self.target_file_entries == Some(0) {
             return Err(Error::InvalidArgument("target file size must be positive".into()));
@@ -261,7 +270,9 @@ impl Reader<'_> {
 pub fn validate_family_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
     if ok {
         Ok(())
     } else {
@@ -281,14 +292,20 @@ mod tests {
             .memtable_max_entries(25_000)
             .target_file_entries(25_000);
         assert_eq!(FamilyOptions::decode(&options.encode()), Some(options));
-        assert_eq!(FamilyOptions::decode(&FamilyOptions::default().encode()), Some(FamilyOptions::default()));
+        assert_eq!(
+            FamilyOptions::decode(&FamilyOptions::default().encode()),
+            Some(FamilyOptions::default())
+        );
         assert_eq!(FamilyOptions::decode(&[1, 2, 3]), None);
     }
 
     #[test]
     fn family_names_cannot_be_paths() {
         for bad in ["", "../x", "a/b", ".", "A", "é", &"a".repeat(65)] {
-            assert!(matches!(validate_family_name(bad), Err(Error::InvalidFamilyName(_))), "{bad:?}");
+            assert!(
+                matches!(validate_family_name(bad), Err(Error::InvalidFamilyName(_))),
+                "{bad:?}"
+            );
         }
         for good in ["a", "loans_by_book", "f0", &"z".repeat(64)] {
             assert!(validate_family_name(good).is_ok(), "{good:?}");

@@ -40,7 +40,13 @@ pub(crate) struct TableOutput<'a> {
 }
 
 impl<'a> TableOutput<'a> {
-    pub fn new(dir: &'a Path, next_file: &'a AtomicU64, options: &'a FamilyOptions, run: u64, split: bool) -> TableOutput<'a> {
+    pub fn new(
+        dir: &'a Path,
+        next_file: &'a AtomicU64,
+        options: &'a FamilyOptions,
+        run: u64,
+        split: bool,
+    ) -> TableOutput<'a> {
         TableOutput {
             dir,
             next_file,
@@ -55,7 +61,11 @@ impl<'a> TableOutput<'a> {
     /// Adds one entry; keys must come in increasing order.
     pub fn add(&mut self, entry_key: &[u8], value: &[u8]) -> Result<()> {
         let Some((ts, seq, kind)) = key::suffix(entry_key) else {
-            return Err(Error::corruption(self.dir, 0, "an entry to write has no valid key suffix"));
+            return Err(Error::corruption(
+                self.dir,
+                0,
+                "an entry to write has no valid key suffix",
+            ));
         };
         let row = key::row_part(entry_key).unwrap_or(entry_key);
         if self.current.is_none() {

@@ -187,7 +187,9 @@ impl Snapshot {
     }
 
     fn family(&self, name: &str) -> Result<&Arc<FamilyVersion>> {
-        self.version.family(name).ok_or_else(|| Error::UnknownFamily(name.to_string()))
+        self.version
+            .family(name)
+            .ok_or_else(|| Error::UnknownFamily(name.to_string()))
     }
 
     fn expire_before(&self, family: &FamilyVersion) -> u64 {
@@ -203,7 +205,12 @@ impl Snapshot {
     }
 
     /// [`Snapshot::get`], with the read's [`Trace`].
-    pub fn get_traced(&self, family: &str, row: impl AsRef<[u8]>, column: impl AsRef<[u8]>) -> Result<(Option<Cell>, Trace)> {
+    pub fn get_traced(
+        &self,
+        family: &str,
+        row: impl AsRef<[u8]>,
+        column: impl AsRef<[u8]>,
+    ) -> Result<(Option<Cell>, Trace)> {
         let fam = self.family(family)?;
         let (row, column) = (row.as_ref(), column.as_ref());
         let row_prefix = key::row_prefix(row);
@@ -286,7 +293,12 @@ impl Snapshot {
     ///
     /// A reverse slice reads the range forward and keeps the last `limit` cells:
     /// its trace shows the whole range read.
-    pub fn slice_traced(&self, family: &str, row: impl AsRef<[u8]>, columns: &ColumnRange) -> Result<(Vec<Cell>, Trace)> {
+    pub fn slice_traced(
+        &self,
+        family: &str,
+        row: impl AsRef<[u8]>,
+        columns: &ColumnRange,
+    ) -> Result<(Vec<Cell>, Trace)> {
         let fam = self.family(family)?;
         let row = row.as_ref();
         let row_prefix = key::row_prefix(row);
@@ -359,7 +371,14 @@ impl RangeRead {
     /// table files are settled by their bloom filter too, and when the range
     /// starts after the row's first key, each source is probed for the row's
     /// tombstones first (they sort before every column).
-    fn new(snap: &Snapshot, fam: &FamilyVersion, start: Vec<u8>, end: Option<Vec<u8>>, row: Option<&[u8]>, versions: u32) -> Result<RangeRead> {
+    fn new(
+        snap: &Snapshot,
+        fam: &FamilyVersion,
+        start: Vec<u8>,
+        end: Option<Vec<u8>>,
+        row: Option<&[u8]>,
+        versions: u32,
+    ) -> Result<RangeRead> {
         let mut visibility = Visibility::new(snap.sequence, versions, snap.expire_before(fam));
         let end_bytes = end.clone().map(Bytes::from);
         let row_prefix = row.map(key::row_prefix);

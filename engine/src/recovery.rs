@@ -101,7 +101,10 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
         Err(e) => return Err(e),
     };
     let manifest_path = manifest.path().to_path_buf();
-    let mut install = Install { manifest, state: state.clone() };
+    let mut install = Install {
+        manifest,
+        state: state.clone(),
+    };
     let next_file = AtomicU64::new(state.next_file_number.max(FIRST_MANIFEST + 1));
 
     // Declared families: add the new ones, record changed options.
@@ -110,7 +113,10 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
     for (name, family_options) in &options.families {
         let encoded = family_options.encode();
         match state.families.values().find(|f| &f.name == name) {
-            Some(f) if f.options != encoded => edits.push(Edit::SetFamilyOptions { id: f.id, options: encoded }),
+            Some(f) if f.options != encoded => edits.push(Edit::SetFamilyOptions {
+                id: f.id,
+                options: encoded,
+            }),
             Some(_) => {}
             None => {
                 edits.push(Edit::AddFamily {
@@ -127,8 +133,13 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
     // Table files.
     let mut families = BTreeMap::new();
     for f in state.families.values() {
-        let family_options = FamilyOptions::decode(&f.options)
-            .ok_or_else(|| Error::corruption(&manifest_path, 0, format!("family {:?} has options that do not decode", f.name)))?;
+        let family_options = FamilyOptions::decode(&f.options).ok_or_else(|| {
+            Error::corruption(
+                &manifest_path,
+                0,
+                format!("family {:?} has options that do not decode", f.name),
+            )
+        })?;
         validate_family_name(&f.name)
             .map_err(|_| Error::corruption(&manifest_path, 0, format!("family name {:?} is not valid", f.name)))?;
         let family_dir = dir.join(&f.name);
@@ -137,7 +148,11 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
         for meta in &f.tables {
             let path = table_path(&family_dir, meta.file_id);
             if !path.exists() {
-                return Err(Error::corruption(&path, 0, "table file listed in the manifest is missing"));
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    "table file listed in the manifest is missing",
+                ));
             }
             let table = Table::open(&path)?;
             tables.push(Arc::new(TableFile::new(meta.clone(), table, path)));
@@ -159,7 +174,7 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
                 name: f.name.clone(),
                 options: Arc::new(family_options),
                 dir: family_dir,
-                active: Arc::new(Memtable::new(f.id.into())),
+                active: Arc::new(Memtable::new()),
                 frozen: Vec::new(),
                 tables,
                 counters: Arc::new(FamilyCounters::default()),
@@ -177,7 +192,12 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
             continue;
         }
         let path = log_path(dir, number);
-        let contents = log::read_log(&path, TailPolicy::TolerateTornTail)?;
+        let policy = if options.salvage_log {
+            TailPolicy::Salvage
+        } else {
+            TailPolicy::TolerateTornTail
+        };
+        let contents = log::read_log(&path, policy)?;
         for (offset, payload) in contents.records {
             let Some((first, ops)) = batch::decode(&payload) else {
                 return Err(Error::corruption(&path, offset, "log record is not a write batch"));
@@ -185,14 +205,18 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
             for (i, op) in ops.into_iter().enumerate() {
                 let seq = first + i as u64;
                 let Some(f) = state.families.get(&op.family) else {
-                    return Err(Error::corruption(&path, offset, format!("log names unknown family id {}", op.family)));
+                    return Err(Error::corruption(
+                        &path,
+                        offset,
+                        format!("log names unknown family id {}", op.family),
+                    ));
                 };
                 last_seq = last_seq.max(seq);
                 if number < f.log_number {
                     continue; // already in a table file
                 }
                 let k = key::encode(&op.row, &op.column, op.timestamp, seq, op.kind);
-                replayed.entry(op.family).or_insert_with(|| Memtable::new(0)).insert(
+                replayed.entry(op.family).or_insert_with(Memtable::new).insert(
                     Bytes::from(k),
                     op.value,
                     op.timestamp,
@@ -233,7 +257,9 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
         });
     }
     edits.push(Edit::LastSequence(last_seq));
-    edits.push(Edit::NextFileNumber(next_file.load(std::sync::atomic::Ordering::SeqCst)));
+    edits.push(Edit::NextFileNumber(
+        next_file.load(std::sync::atomic::Ordering::SeqCst),
+    ));
     let mut durable = install.state.clone();
     durable.apply_all(&edits)?;
     install.manifest.append(&edits)?;
@@ -249,5 +275,14 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
         families: families.into_iter().map(|(id, f)| (id, Arc::new(f))).collect(),
     };
     let next = next_file.load(std::sync::atomic::Ordering::SeqCst);
-    Ok(Inner::new(dir.to_path_buf(), options, lock, version, last_seq, next, log, install))
+    Ok(Inner::new(
+        dir.to_path_buf(),
+        options,
+        lock,
+        version,
+        last_seq,
+        next,
+        log,
+        install,
+    ))
 }

@@ -91,7 +91,13 @@ impl Source {
 
     /// The first entry with a key starting with `prefix` and a sequence number
     /// at most `snapshot`: the newest visible version of one cell in this source.
-    pub fn newest_with_prefix(&self, prefix: &[u8], snapshot: u64, trace: &mut SourceTrace, cost: &mut ReadCost) -> Result<Option<(Bytes, Bytes)>> {
+    pub fn newest_with_prefix(
+        &self,
+        prefix: &[u8],
+        snapshot: u64,
+        trace: &mut SourceTrace,
+        cost: &mut ReadCost,
+    ) -> Result<Option<(Bytes, Bytes)>> {
         match self {
             Source::Memtable { memtable, .. } => {
                 let (hit, examined) = memtable.newest_with_prefix(prefix, snapshot);

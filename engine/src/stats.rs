@@ -105,7 +105,10 @@ impl FamilyStats {
     /// (flush + compaction bytes written) / user bytes: the family's share of
     /// write amplification, without the shared log.
     pub fn write_amplification(&self) -> f64 {
-        ratio(self.flush_bytes_written + self.compaction_bytes_written, self.user_bytes_written)
+        ratio(
+            self.flush_bytes_written + self.compaction_bytes_written,
+            self.user_bytes_written,
+        )
     }
 }
 
@@ -176,7 +179,10 @@ fn family_stats(inner: &Inner, fam: &FamilyVersion) -> Result<FamilyStats> {
     };
     // Stored and live: one pass over every source, counting both.
     let sequence = inner.visible_seq.load(Ordering::Acquire);
-    let expire_before = fam.options.ttl.map_or(0, |ttl| now_ms().saturating_sub(ttl.as_millis() as u64));
+    let expire_before = fam
+        .options
+        .ttl
+        .map_or(0, |ttl| now_ms().saturating_sub(ttl.as_millis() as u64));
     let mut visibility = Visibility::new(sequence, fam.options.max_versions, expire_before);
     let mut cursors = Vec::new();
     for source in sources(fam) {

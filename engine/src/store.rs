@@ -40,7 +40,9 @@ const MANIFEST_REWRITE_BYTES: u64 = 4 << 20;
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Path of a log segment.
@@ -85,7 +87,6 @@ pub(crate) struct Inner {
     pub visible_seq: AtomicU64,
     /// The next file number (logs, tables, runs and manifests share it).
     pub next_file: AtomicU64,
-    pub next_memtable: AtomicU64,
     pub writer: Mutex<Writer>,
     pub install: Mutex<Install>,
     /// Log segments not yet deleted, with their sizes (the current one included).
@@ -169,7 +170,9 @@ impl Store {
     /// The options of a family.
     pub fn family_options(&self, family: &str) -> Result<FamilyOptions> {
         let v = self.inner.current();
-        let fam = v.family(family).ok_or_else(|| Error::UnknownFamily(family.to_string()))?;
+        let fam = v
+            .family(family)
+            .ok_or_else(|| Error::UnknownFamily(family.to_string()))?;
         Ok((*fam.options).clone())
     }
 
@@ -204,7 +207,7 @@ impl Store {
             name: name.to_string(),
             options: Arc::new(options),
             dir: family_dir,
-            active: Arc::new(Memtable::new(self.inner.next_memtable.fetch_add(1, Ordering::Relaxed))),
+            active: Arc::new(Memtable::new()),
             frozen: Vec::new(),
             tables: Vec::new(),
             counters: Arc::new(FamilyCounters::default()),
@@ -215,14 +218,27 @@ impl Store {
     }
 
     /// Puts `value` in a cell, timestamped now.
-    pub fn put(&self, family: &str, row: impl AsRef<[u8]>, column: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+    pub fn put(
+        &self,
+        family: &str,
+        row: impl AsRef<[u8]>,
+        column: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.put(family, row, column, value);
         self.write(&batch)
     }
 
     /// Puts `value` in a cell with the caller's timestamp.
-    pub fn put_at(&self, family: &str, row: impl AsRef<[u8]>, column: impl AsRef<[u8]>, timestamp: u64, value: impl AsRef<[u8]>) -> Result<()> {
+    pub fn put_at(
+        &self,
+        family: &str,
+        row: impl AsRef<[u8]>,
+        column: impl AsRef<[u8]>,
+        timestamp: u64,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.put_at(family, row, column, timestamp, value);
         self.write(&batch)
@@ -236,7 +252,13 @@ impl Store {
     }
 
     /// Deletes every version of a column with a timestamp up to `timestamp`.
-    pub fn delete_at(&self, family: &str, row: impl AsRef<[u8]>, column: impl AsRef<[u8]>, timestamp: u64) -> Result<()> {
+    pub fn delete_at(
+        &self,
+        family: &str,
+        row: impl AsRef<[u8]>,
+        column: impl AsRef<[u8]>,
+        timestamp: u64,
+    ) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.delete_at(family, row, column, timestamp);
         self.write(&batch)
@@ -273,7 +295,12 @@ impl Store {
     }
 
     /// [`Store::get`] with its [`Trace`].
-    pub fn get_traced(&self, family: &str, row: impl AsRef<[u8]>, column: impl AsRef<[u8]>) -> Result<(Option<Cell>, Trace)> {
+    pub fn get_traced(
+        &self,
+        family: &str,
+        row: impl AsRef<[u8]>,
+        column: impl AsRef<[u8]>,
+    ) -> Result<(Option<Cell>, Trace)> {
         self.snapshot().get_traced(family, row, column)
     }
 
@@ -298,7 +325,12 @@ impl Store {
     }
 
     /// [`Store::slice`] with its [`Trace`].
-    pub fn slice_traced(&self, family: &str, row: impl AsRef<[u8]>, columns: &ColumnRange) -> Result<(Vec<Cell>, Trace)> {
+    pub fn slice_traced(
+        &self,
+        family: &str,
+        row: impl AsRef<[u8]>,
+        columns: &ColumnRange,
+    ) -> Result<(Vec<Cell>, Trace)> {
         self.snapshot().slice_traced(family, row, columns)
     }
 
@@ -426,7 +458,6 @@ impl Inner {
             version: RwLock::new(Arc::new(version)),
             visible_seq: AtomicU64::new(last_seq),
             next_file: AtomicU64::new(next_file),
-            next_memtable: AtomicU64::new(1000),
             writer: Mutex::new(Writer {
                 log,
                 last_seq,
@@ -596,11 +627,19 @@ impl Inner {
             };
             let seq = first + i as u64;
             let k = key::encode(&op.row, &op.column, op.timestamp, seq, op.kind);
-            fam.active.insert(Bytes::from(k), op.value.clone(), op.timestamp, seq, op.kind.is_tombstone(), log_number);
+            fam.active.insert(
+                Bytes::from(k),
+                op.value.clone(),
+                op.timestamp,
+                seq,
+                op.kind.is_tombstone(),
+                log_number,
+            );
             fam.counters.user_entries.fetch_add(1, Ordering::Relaxed);
-            fam.counters
-                .user_bytes
-                .fetch_add((op.row.len() + op.column.len() + op.value.len()) as u64, Ordering::Relaxed);
+            fam.counters.user_bytes.fetch_add(
+                (op.row.len() + op.column.len() + op.value.len()) as u64,
+                Ordering::Relaxed,
+            );
             if !touched.contains(&op.family) {
                 touched.push(op.family);
             }
@@ -668,7 +707,7 @@ impl Inner {
             }
             let mut f = (**fam).clone();
             f.frozen.insert(0, f.active.clone());
-            f.active = Arc::new(Memtable::new(self.next_memtable.fetch_add(1, Ordering::Relaxed)));
+            f.active = Arc::new(Memtable::new());
             next.families.insert(id, Arc::new(f));
         }
         self.set_current(next);
@@ -695,7 +734,10 @@ impl Inner {
         loop {
             self.check_stopped()?;
             let v = self.current();
-            if ids.iter().all(|id| v.families.get(id).is_none_or(|f| f.frozen.is_empty())) {
+            if ids
+                .iter()
+                .all(|id| v.families.get(id).is_none_or(|f| f.frozen.is_empty()))
+            {
                 return Ok(());
             }
             self.wake.wait_for(&mut bg, Duration::from_millis(50));
@@ -781,7 +823,12 @@ impl Inner {
         let Some(now) = current.families.get(&fam.id) else {
             return Ok(true);
         };
-        let frozen: Vec<Arc<Memtable>> = now.frozen.iter().filter(|m| !Arc::ptr_eq(m, &memtable)).cloned().collect();
+        let frozen: Vec<Arc<Memtable>> = now
+            .frozen
+            .iter()
+            .filter(|m| !Arc::ptr_eq(m, &memtable))
+            .cloned()
+            .collect();
         let log_number = frozen
             .iter()
             .chain(std::iter::once(&now.active))
@@ -849,7 +896,8 @@ impl Inner {
             let sizes: Vec<u64> = runs.iter().map(|r| r.iter().map(|t| t.meta.size).sum()).collect();
             if let Some(range) = compaction::choose(&sizes, fam.options.compaction_trigger) {
                 let bottommost = range.end == runs.len();
-                let inputs: Vec<Arc<TableFile>> = runs.get(range).unwrap_or_default().iter().flatten().cloned().collect();
+                let inputs: Vec<Arc<TableFile>> =
+                    runs.get(range).unwrap_or_default().iter().flatten().cloned().collect();
                 self.run_compaction(fam, inputs, bottommost)?;
                 return Ok(true);
             }
@@ -858,8 +906,16 @@ impl Inner {
     }
 
     /// Merges `inputs` (whole runs, adjacent in age) into one new run and installs it.
-    fn run_compaction(&self, fam: &FamilyVersion, inputs: Vec<Arc<TableFile>>, bottommost: bool) -> Result<CompactionReport> {
-        let expire_before = fam.options.ttl.map_or(0, |ttl| now_ms().saturating_sub(ttl.as_millis() as u64));
+    fn run_compaction(
+        &self,
+        fam: &FamilyVersion,
+        inputs: Vec<Arc<TableFile>>,
+        bottommost: bool,
+    ) -> Result<CompactionReport> {
+        let expire_before = fam
+            .options
+            .ttl
+            .map_or(0, |ttl| now_ms().saturating_sub(ttl.as_millis() as u64));
         let mut cursors = Vec::with_capacity(inputs.len());
         for t in &inputs {
             cursors.push(Source::Table(t.clone()).cursor(&[], None)?);
@@ -875,7 +931,7 @@ impl Inner {
             }
             merge.next()?;
             seen += 1;
-            if seen % 4096 == 0 && self.shutting_down.load(Ordering::Relaxed) {
+            if seen.is_multiple_of(4096) && self.shutting_down.load(Ordering::Relaxed) {
                 return Err(Error::InvalidArgument("compaction interrupted by close".into()));
             }
         }
@@ -919,7 +975,9 @@ impl Inner {
             t.mark_obsolete();
         }
         fam.counters.compactions.fetch_add(1, Ordering::Relaxed);
-        fam.counters.compaction_bytes_read.fetch_add(report.input_bytes, Ordering::Relaxed);
+        fam.counters
+            .compaction_bytes_read
+            .fetch_add(report.input_bytes, Ordering::Relaxed);
         fam.counters
             .compaction_bytes_written
             .fetch_add(report.output_bytes, Ordering::Relaxed);

@@ -118,7 +118,10 @@ impl Trace {
     }
     /// Table files consulted.
     pub fn files_visited(&self) -> u64 {
-        self.sources.iter().filter(|s| matches!(s.source, SourceKind::Table { .. })).count() as u64
+        self.sources
+            .iter()
+            .filter(|s| matches!(s.source, SourceKind::Table { .. }))
+            .count() as u64
     }
     /// Sources settled in the given way.
     pub fn settled_by(&self, how: Settled) -> u64 {

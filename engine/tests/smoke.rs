@@ -10,11 +10,21 @@ fn lesson_append_only_figures() -> Result<(), Box<dyn std::error::Error>> {
     let store = Store::open(dir.path(), StoreOptions::default().family_with("loans", opts))?;
     let n = 100_000u32;
     for i in 1..=n {
-        store.put("loans", format!("loan:{i}"), "loan", format!("book={} return=null", i % 5000))?;
+        store.put(
+            "loans",
+            format!("loan:{i}"),
+            "loan",
+            format!("book={} return=null", i % 5000),
+        )?;
     }
     for i in 1..=n {
         if i % 5 < 2 {
-            store.put("loans", format!("loan:{i}"), "loan", format!("book={} return=2024-06-01", i % 5000))?;
+            store.put(
+                "loans",
+                format!("loan:{i}"),
+                "loan",
+                format!("book={} return=2024-06-01", i % 5000),
+            )?;
         }
     }
     for i in 1..=n {
@@ -24,14 +34,26 @@ fn lesson_append_only_figures() -> Result<(), Box<dyn std::error::Error>> {
     }
     store.wait_for_background_work()?;
     let stats = store.stats()?;
-    let f = stats.family("loans").unwrap();
+    let f = stats.family("loans").expect("family loans");
     println!("{f:?}");
     assert_eq!(f.table_files, 6);
     assert_eq!(f.stored_entries, 160_000);
     assert_eq!(f.live_entries, 80_000);
-    for (row, visits, found) in [("loan:99996", 2, true), ("loan:2", 7, true), ("loan:99994", 1, false), ("loan:999999", 7, false)] {
+    for (row, visits, found) in [
+        ("loan:99996", 2, true),
+        ("loan:2", 7, true),
+        ("loan:99994", 1, false),
+        ("loan:999999", 7, false),
+    ] {
         let (cell, trace) = store.get_traced("loans", row, "loan")?;
-        println!("{row}: {:?}", trace.sources.iter().map(|s| (s.settled, s.data_blocks, s.entries_examined)).collect::<Vec<_>>());
+        println!(
+            "{row}: {:?}",
+            trace
+                .sources
+                .iter()
+                .map(|s| (s.settled, s.data_blocks, s.entries_examined))
+                .collect::<Vec<_>>()
+        );
         assert_eq!(trace.sources_visited(), visits, "{row}");
         assert_eq!(cell.is_some(), found, "{row}");
     }
@@ -43,14 +65,17 @@ fn lesson_append_only_figures() -> Result<(), Box<dyn std::error::Error>> {
     let report = store.compact("loans")?;
     println!("{report:?}");
     let stats = store.stats()?;
-    let f = stats.family("loans").unwrap();
+    let f = stats.family("loans").expect("family loans");
     assert_eq!((f.table_files, f.stored_entries, f.live_entries), (4, 80_000, 80_000));
     let (rows, trace) = store.scan_traced("loans", &RowRange::all())?;
     assert_eq!((rows.len(), trace.entries_examined()), (80_000, 80_000));
     let _ = Settled::Filter;
     drop(store);
     let store = Store::open(dir.path(), StoreOptions::default())?;
-    assert_eq!(store.get("loans", "loan:2", "loan")?.map(|c| c.value), Some("book=2 return=null".into()));
+    assert_eq!(
+        store.get("loans", "loan:2", "loan")?.map(|c| c.value),
+        Some("book=2 return=null".into())
+    );
     assert_eq!(store.slice("loans", "loan:3", &ColumnRange::all())?.len(), 1);
     assert_eq!(store.slice("loans", "loan:4", &ColumnRange::all())?.len(), 0);
     Ok(())

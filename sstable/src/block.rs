@@ -126,7 +126,7 @@ fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
 ///
 /// A block remembers which file and offset it came from, so that a damaged
 /// entry found while iterating is reported at its exact place in the file.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Block {
     contents: Bytes,
     /// End of the entries, start of the restart offsets.
@@ -134,6 +134,18 @@ pub struct Block {
     num_restarts: usize,
     file: Arc<Path>,
     offset: u64,
+}
+
+impl std::fmt::Debug for Block {
+    /// Where the block is and its shape, not its (possibly large) bytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Block")
+            .field("file", &self.file)
+            .field("offset", &self.offset)
+            .field("size", &self.contents.len())
+            .field("num_restarts", &self.num_restarts)
+            .finish()
+    }
 }
 
 impl Block {

@@ -65,6 +65,9 @@ impl Default for TableOptions {
 /// Streams sorted entries into a new table file.
 ///
 /// Dropping a builder that was not finished removes its temporary file.
+/// After an I/O error the file is in an unknown state: drop the builder
+/// rather than adding more ([`Error::KeyOrder`] and [`Error::TooLarge`]
+/// change nothing and leave it usable).
 #[derive(Debug)]
 pub struct TableBuilder {
     path: PathBuf,

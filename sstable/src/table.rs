@@ -30,7 +30,6 @@ use crate::format::{BlockHandle, BlockKind, Footer, BLOCK_TRAILER_LEN, FOOTER_LE
 use crate::properties::TableProperties;
 
 /// An open, immutable table file. `Send + Sync`: share it in an `Arc`.
-#[derive(Debug)]
 pub struct Table {
     path: Arc<Path>,
     /// The whole file, memory-mapped.
@@ -40,6 +39,20 @@ pub struct Table {
     /// One entry per data block, in key (and file) order.
     index: Vec<IndexEntry>,
     filter: Option<BloomFilter>,
+}
+
+impl std::fmt::Debug for Table {
+    /// Everything but the mapped bytes, which may be gigabytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("file_size", &self.file_size())
+            .field("footer", &self.footer)
+            .field("properties", &self.properties)
+            .field("index_entries", &self.index.len())
+            .field("filter", &self.filter.as_ref().map(BloomFilter::num_bits))
+            .finish()
+    }
 }
 
 /// An index entry: the last key of a data block and where the block is.
