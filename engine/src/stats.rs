@@ -42,6 +42,19 @@ pub struct TableInfo {
     pub tombstones: u64,
     /// Data blocks.
     pub data_blocks: u64,
+    /// Bytes of all data blocks, block trailers and restart arrays included.
+    pub data_bytes: u64,
+    /// Bytes of the index block.
+    pub index_bytes: u64,
+    /// Bytes of the bloom filter block (0 without a filter).
+    pub filter_bytes: u64,
+    /// Full length of every internal key, summed: what the keys would cost
+    /// without prefix compression.
+    pub raw_key_bytes: u64,
+    /// Key bytes actually written after prefix compression (the unshared suffixes).
+    pub stored_key_bytes: u64,
+    /// Length of every value, summed.
+    pub raw_value_bytes: u64,
     /// Smallest internal key.
     pub first_key: Vec<u8>,
     /// Largest internal key.
@@ -238,6 +251,12 @@ pub(crate) fn tables(v: &Version) -> Vec<TableInfo> {
                 entries: t.meta.entries,
                 tombstones: t.meta.tombstones,
                 data_blocks: t.table.properties().data_blocks,
+                data_bytes: t.table.properties().data_bytes,
+                index_bytes: t.table.properties().index_bytes,
+                filter_bytes: t.table.properties().filter_bytes,
+                raw_key_bytes: t.table.properties().raw_key_bytes,
+                stored_key_bytes: t.table.properties().stored_key_bytes,
+                raw_value_bytes: t.table.properties().raw_value_bytes,
                 first_key: t.meta.first_key.clone(),
                 last_key: t.meta.last_key.clone(),
             });
