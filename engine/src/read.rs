@@ -232,11 +232,15 @@ impl Snapshot {
             let settled = source.settle(&row_prefix, row_end.as_deref(), Some(&row_prefix), &mut cost);
             let mut st = SourceTrace::new(source.kind(), settled);
             if settled == Settled::Searched {
+                let mut reader = source.open();
                 let mut candidates = Vec::with_capacity(2);
                 if source.has_tombstones() {
-                    candidates.push(source.newest_with_prefix(&tombstone_prefix, self.sequence, &mut st, &mut cost)?);
+                    candidates.push(reader.newest_with_prefix(&tombstone_prefix, self.sequence, &mut st)?);
                 }
-                candidates.push(source.newest_with_prefix(&cell_prefix, self.sequence, &mut st, &mut cost)?);
+                candidates.push(reader.newest_with_prefix(&cell_prefix, self.sequence, &mut st)?);
+                if let Some(c) = reader.cost() {
+                    cost.add(c);
+                }
                 for (k, value) in candidates.into_iter().flatten() {
                     if let Some((ts, seq, kind)) = key::suffix(&k) {
                         if best.as_ref().is_none_or(|b| (ts, seq) > (b.0, b.1)) {
@@ -396,15 +400,17 @@ impl RangeRead {
             let settled = source.settle(settle_start, end.as_deref(), row_prefix.as_deref(), &mut cost);
             let mut st = SourceTrace::new(source.kind(), settled);
             if settled == Settled::Searched {
+                let mut reader = source.open();
                 if let (true, Some(tp)) = (probe_tombstones && source.has_tombstones(), &tombstone_prefix) {
-                    if let Some((k, _)) = source.newest_with_prefix(tp, snap.sequence, &mut st, &mut cost)? {
+                    if let Some((k, _)) = reader.newest_with_prefix(tp, snap.sequence, &mut st)? {
                         if let Some((ts, seq, _)) = key::suffix(&k) {
                             row_tombstone = row_tombstone.max(Some((ts, seq)));
                         }
                     }
                 }
+                // The cursor continues the probe's iterator: its cost includes the probe's.
                 cursor_of.push(Some(cursors.len()));
-                cursors.push(source.cursor(&start, end_bytes.clone())?);
+                cursors.push(reader.into_cursor(&start, end_bytes.clone())?);
             } else {
                 cursor_of.push(None);
             }

@@ -89,56 +89,70 @@ impl Source {
         Settled::Searched
     }
 
+    /// Opens the source for reading: point probes first, then (optionally) a cursor.
+    /// On a table, probes and cursor share one iterator, so a block read for a
+    /// probe is not read again by the next probe or the cursor.
+    pub fn open(&self) -> Reader {
+        match self {
+            Source::Memtable { memtable, .. } => Reader::Mem(memtable.clone()),
+            Source::Table(t) => Reader::Table(t.table.iter()),
+        }
+    }
+}
+
+/// A source opened for one read.
+pub(crate) enum Reader {
+    Mem(Arc<Memtable>),
+    Table(TableIter),
+}
+
+impl Reader {
     /// The first entry with a key starting with `prefix` and a sequence number
     /// at most `snapshot`: the newest visible version of one cell in this source.
-    pub fn newest_with_prefix(
-        &self,
-        prefix: &[u8],
-        snapshot: u64,
-        trace: &mut SourceTrace,
-        cost: &mut ReadCost,
-    ) -> Result<Option<(Bytes, Bytes)>> {
+    pub fn newest_with_prefix(&mut self, prefix: &[u8], snapshot: u64, trace: &mut SourceTrace) -> Result<Option<(Bytes, Bytes)>> {
         match self {
-            Source::Memtable { memtable, .. } => {
+            Reader::Mem(memtable) => {
                 let (hit, examined) = memtable.newest_with_prefix(prefix, snapshot);
                 trace.entries_examined += examined;
                 Ok(hit)
             }
-            Source::Table(t) => {
-                let mut iter = t.table.iter();
-                let result = (|| -> Result<Option<(Bytes, Bytes)>> {
-                    iter.seek(&key::seek_key(prefix))?;
-                    while iter.valid() && iter.key().starts_with(prefix) {
-                        trace.entries_examined += 1;
-                        if key::suffix(iter.key()).is_some_and(|(_, seq, _)| seq <= snapshot) {
-                            return Ok(Some((Bytes::copy_from_slice(iter.key()), iter.value())));
-                        }
-                        iter.next()?;
+            Reader::Table(iter) => {
+                iter.seek(&key::seek_key(prefix))?;
+                while iter.valid() && iter.key().starts_with(prefix) {
+                    trace.entries_examined += 1;
+                    if key::suffix(iter.key()).is_some_and(|(_, seq, _)| seq <= snapshot) {
+                        return Ok(Some((Bytes::copy_from_slice(iter.key()), iter.value())));
                     }
-                    Ok(None)
-                })();
-                cost.add(iter.cost());
-                result
+                    iter.next()?;
+                }
+                Ok(None)
             }
         }
     }
 
-    /// A cursor over `[start, end)`, positioned at its first entry.
-    pub fn cursor(&self, start: &[u8], end: Option<Bytes>) -> Result<Cursor> {
+    /// What the reader has read so far (nothing for a memtable).
+    pub fn cost(&self) -> Option<&ReadCost> {
+        match self {
+            Reader::Mem(_) => None,
+            Reader::Table(iter) => Some(iter.cost()),
+        }
+    }
+
+    /// Turns the reader into a cursor over `[start, end)`, positioned at its first entry.
+    pub fn into_cursor(self, start: &[u8], end: Option<Bytes>) -> Result<Cursor> {
         let inner = match self {
-            Source::Memtable { memtable, .. } => {
+            Reader::Mem(memtable) => {
                 let mut c = MemCursor {
-                    memtable: memtable.clone(),
+                    memtable,
                     chunk: Vec::with_capacity(MEMTABLE_CHUNK),
                     at: 0,
                     exhausted: false,
                 };
-                memtable.chunk_from(start, true, MEMTABLE_CHUNK, &mut c.chunk);
+                c.memtable.chunk_from(start, true, MEMTABLE_CHUNK, &mut c.chunk);
                 c.exhausted = c.chunk.len() < MEMTABLE_CHUNK;
                 CursorInner::Mem(c)
             }
-            Source::Table(t) => {
-                let mut iter = t.table.iter();
+            Reader::Table(mut iter) => {
                 iter.seek(start)?;
                 CursorInner::Table(iter)
             }
@@ -151,6 +165,13 @@ impl Source {
         };
         cursor.check_valid();
         Ok(cursor)
+    }
+}
+
+impl Source {
+    /// A cursor over `[start, end)`, positioned at its first entry.
+    pub fn cursor(&self, start: &[u8], end: Option<Bytes>) -> Result<Cursor> {
+        self.open().into_cursor(start, end)
     }
 }
 

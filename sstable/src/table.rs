@@ -498,7 +498,11 @@ impl TableIter {
             .table
             .index
             .partition_point(|entry| entry.last_key.as_slice() < target);
-        if let Some(block) = self.load_block(position)? {
+        // A seek that lands in the block already in hand re-positions inside it:
+        // the block was read (and counted) once, as a block cache would serve it.
+        let reuse = self.block_index == position && self.block.is_some();
+        let block = if reuse { self.block.as_mut() } else { self.load_block(position)? };
+        if let Some(block) = block {
             block.seek(target)?;
         }
         self.skip_exhausted_blocks()
@@ -651,6 +655,21 @@ mod tests {
         assert_eq!(cost.data_bytes, 4009);
         assert_eq!(cost.pages_touched(), 1);
         assert_eq!((cost.filter_checks, cost.filter_negatives), (0, 0));
+        Ok(())
+    }
+
+    #[test]
+    fn a_second_seek_into_the_block_in_hand_reads_nothing_more() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let (_, table) = paged_table(&dir)?;
+        let mut iter = table.iter();
+        iter.seek(&key(5))?;
+        iter.seek(&key(20))?;
+        assert_eq!(iter.key(), key(20));
+        assert_eq!((iter.cost().index_lookups, iter.cost().data_blocks), (2, 1));
+        // A seek into another block reads that block.
+        iter.seek(&key(45))?;
+        assert_eq!(iter.cost().data_blocks, 2);
         Ok(())
     }
 
