@@ -141,21 +141,49 @@ impl WriteBatch {
         self
     }
 
-    /// Checks every operation against the documented size limits.
-    pub(crate) fn check_limits(&self) -> Result<()> {
-        for op in &self.ops {
-            for (what, len, limit) in [
-                ("row", op.row.len(), MAX_ROW_BYTES),
-                ("column", op.column.len(), MAX_COLUMN_BYTES),
-                ("value", op.value.len(), MAX_VALUE_BYTES),
-            ] {
-                if len > limit {
-                    return Err(Error::TooLarge { what, len, limit });
-                }
+    /// The operations, borrowed, as the write path takes them.
+    pub(crate) fn op_refs(&self) -> Vec<OpRef<'_>> {
+        self.ops
+            .iter()
+            .map(|op| OpRef {
+                family: &op.family,
+                kind: op.kind,
+                row: &op.row,
+                column: &op.column,
+                timestamp: op.timestamp,
+                value: &op.value,
+            })
+            .collect()
+    }
+}
+
+/// One operation as the write path takes it: borrowed, so a single `put`
+/// copies its bytes once (into the memtable) and builds no batch.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpRef<'a> {
+    pub family: &'a str,
+    pub kind: Kind,
+    pub row: &'a [u8],
+    pub column: &'a [u8],
+    /// `None` = the store's clock at write time.
+    pub timestamp: Option<u64>,
+    pub value: &'a [u8],
+}
+
+/// Checks every operation against the documented size limits.
+pub(crate) fn check_limits(ops: &[OpRef<'_>]) -> Result<()> {
+    for op in ops {
+        for (what, len, limit) in [
+            ("row", op.row.len(), MAX_ROW_BYTES),
+            ("column", op.column.len(), MAX_COLUMN_BYTES),
+            ("value", op.value.len(), MAX_VALUE_BYTES),
+        ] {
+            if len > limit {
+                return Err(Error::TooLarge { what, len, limit });
             }
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// An operation as the log stores it: family resolved, timestamp fixed.
@@ -177,18 +205,29 @@ fn kind_byte(kind: Kind) -> u8 {
     }
 }
 
-/// Encodes a batch as one log record payload.
-pub(crate) fn encode(first_sequence: u64, ops: &[LoggedOp], out: &mut Vec<u8>) {
+/// Starts a batch's log record payload: first sequence number and op count.
+pub(crate) fn encode_header(first_sequence: u64, count: usize, out: &mut Vec<u8>) {
     out.extend_from_slice(&first_sequence.to_le_bytes());
-    out.extend_from_slice(&(ops.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(count as u32).to_le_bytes());
+}
+
+/// Appends one operation to a batch's log record payload.
+pub(crate) fn encode_op(family: u32, kind: Kind, timestamp: u64, row: &[u8], column: &[u8], value: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&family.to_le_bytes());
+    out.push(kind_byte(kind));
+    out.extend_from_slice(&timestamp.to_le_bytes());
+    for part in [row, column, value] {
+        out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+        out.extend_from_slice(part);
+    }
+}
+
+/// Encodes a batch as one log record payload.
+#[cfg(test)]
+fn encode(first_sequence: u64, ops: &[LoggedOp], out: &mut Vec<u8>) {
+    encode_header(first_sequence, ops.len(), out);
     for op in ops {
-        out.extend_from_slice(&op.family.to_le_bytes());
-        out.push(kind_byte(op.kind));
-        out.extend_from_slice(&op.timestamp.to_le_bytes());
-        for part in [&op.row, &op.column, &op.value] {
-            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
-            out.extend_from_slice(part);
-        }
+        encode_op(op.family, op.kind, op.timestamp, &op.row, &op.column, &op.value, out);
     }
 }
 
@@ -273,7 +312,7 @@ mod tests {
     fn oversized_parts_are_refused() {
         let mut batch = WriteBatch::new();
         batch.put("f", vec![0u8; MAX_ROW_BYTES + 1], "c", "v");
-        assert!(matches!(batch.check_limits(), Err(Error::TooLarge { what: "row", .. })));
+        assert!(matches!(check_limits(&batch.op_refs()), Err(Error::TooLarge { what: "row", .. })));
     }
 
     proptest! {

@@ -20,10 +20,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::batch::{self, LoggedOp, WriteBatch};
+use crate::batch::{self, OpRef, WriteBatch};
 use crate::compaction::{self, Compactor};
 use crate::error::{Error, Result};
-use crate::key;
+use crate::key::{self, Kind};
 use crate::log::LogWriter;
 use crate::manifest::{Edit, Manifest, ManifestState};
 use crate::memtable::Memtable;
@@ -58,7 +58,8 @@ pub(crate) struct Writer {
     pub last_ts: u64,
     pub last_sync: Instant,
     buf: Vec<u8>,
-    ops: Vec<LoggedOp>,
+    /// Per operation of the write in progress: family id and timestamp.
+    resolved: Vec<(u32, u64)>,
 }
 
 /// The manifest and its replayed state; holding this lock is the right to
@@ -225,9 +226,7 @@ impl Store {
         column: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
     ) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        batch.put(family, row, column, value);
-        self.write(&batch)
+        self.write_one(family, Kind::Put, row.as_ref(), column.as_ref(), None, value.as_ref())
     }
 
     /// Puts `value` in a cell with the caller's timestamp.
@@ -239,16 +238,12 @@ impl Store {
         timestamp: u64,
         value: impl AsRef<[u8]>,
     ) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        batch.put_at(family, row, column, timestamp, value);
-        self.write(&batch)
+        self.write_one(family, Kind::Put, row.as_ref(), column.as_ref(), Some(timestamp), value.as_ref())
     }
 
     /// Deletes every version of a column written up to now.
     pub fn delete(&self, family: &str, row: impl AsRef<[u8]>, column: impl AsRef<[u8]>) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        batch.delete(family, row, column);
-        self.write(&batch)
+        self.write_one(family, Kind::DeleteCell, row.as_ref(), column.as_ref(), None, b"")
     }
 
     /// Deletes every version of a column with a timestamp up to `timestamp`.
@@ -259,29 +254,34 @@ impl Store {
         column: impl AsRef<[u8]>,
         timestamp: u64,
     ) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        batch.delete_at(family, row, column, timestamp);
-        self.write(&batch)
+        self.write_one(family, Kind::DeleteCell, row.as_ref(), column.as_ref(), Some(timestamp), b"")
     }
 
     /// Deletes every column of a row written up to now (a row tombstone).
     pub fn delete_row(&self, family: &str, row: impl AsRef<[u8]>) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        batch.delete_row(family, row);
-        self.write(&batch)
+        self.write_one(family, Kind::DeleteRow, row.as_ref(), b"", None, b"")
     }
 
     /// Deletes every column of a row with a timestamp up to `timestamp`.
     pub fn delete_row_at(&self, family: &str, row: impl AsRef<[u8]>, timestamp: u64) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        batch.delete_row_at(family, row, timestamp);
-        self.write(&batch)
+        self.write_one(family, Kind::DeleteRow, row.as_ref(), b"", Some(timestamp), b"")
+    }
+
+    fn write_one(&self, family: &str, kind: Kind, row: &[u8], column: &[u8], timestamp: Option<u64>, value: &[u8]) -> Result<()> {
+        self.inner.write(&[OpRef {
+            family,
+            kind,
+            row,
+            column,
+            timestamp,
+            value,
+        }])
     }
 
     /// Applies a batch atomically: one log record, consecutive sequence numbers,
     /// visible to readers all at once.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
-        self.inner.write(batch)
+        self.inner.write(&batch.op_refs())
     }
 
     /// A consistent view of the store as of now.
@@ -464,7 +464,7 @@ impl Inner {
                 last_ts: 0,
                 last_sync: Instant::now(),
                 buf: Vec::new(),
-                ops: Vec::new(),
+                resolved: Vec::new(),
             }),
             install: Mutex::new(install),
             live_logs: Mutex::new(BTreeMap::from([(log_number, 0)])),
@@ -565,37 +565,33 @@ impl Inner {
         }
     }
 
-    fn write(&self, batch: &WriteBatch) -> Result<()> {
-        if batch.is_empty() {
+    fn write(&self, ops: &[OpRef<'_>]) -> Result<()> {
+        if ops.is_empty() {
             return Ok(());
         }
-        batch.check_limits()?;
+        batch::check_limits(ops)?;
         self.stall()?;
         let mut guard = self.writer.lock();
         self.check_stopped()?;
         let w = &mut *guard;
         let version = self.current();
         let now = now_ms().max(w.last_ts);
-        w.ops.clear();
-        for op in &batch.ops {
+        w.resolved.clear();
+        for op in ops {
             let id = version
                 .by_name
-                .get(&op.family)
+                .get(op.family)
                 .copied()
-                .ok_or_else(|| Error::UnknownFamily(op.family.clone()))?;
-            w.ops.push(LoggedOp {
-                family: id,
-                kind: op.kind,
-                timestamp: op.timestamp.unwrap_or(now),
-                row: op.row.clone(),
-                column: op.column.clone(),
-                value: op.value.clone(),
-            });
+                .ok_or_else(|| Error::UnknownFamily(op.family.to_string()))?;
+            w.resolved.push((id, op.timestamp.unwrap_or(now)));
         }
         w.last_ts = now;
         let first = w.last_seq + 1;
         w.buf.clear();
-        batch::encode(first, &w.ops, &mut w.buf);
+        batch::encode_header(first, ops.len(), &mut w.buf);
+        for (op, &(id, ts)) in ops.iter().zip(&w.resolved) {
+            batch::encode_op(id, op.kind, ts, op.row, op.column, op.value, &mut w.buf);
+        }
         let written = match w.log.append(&w.buf) {
             Ok(n) => n,
             Err(e) => {
@@ -621,30 +617,23 @@ impl Inner {
         self.log_bytes.fetch_add(written, Ordering::Relaxed);
         let log_number = w.log.number();
         let mut touched: Vec<u32> = Vec::new();
-        for (i, op) in w.ops.iter().enumerate() {
-            let Some(fam) = version.families.get(&op.family) else {
+        for (i, (op, &(id, ts))) in ops.iter().zip(&w.resolved).enumerate() {
+            let Some(fam) = version.families.get(&id) else {
                 continue;
             };
             let seq = first + i as u64;
-            let k = key::encode(&op.row, &op.column, op.timestamp, seq, op.kind);
-            fam.active.insert(
-                Bytes::from(k),
-                op.value.clone(),
-                op.timestamp,
-                seq,
-                op.kind.is_tombstone(),
-                log_number,
-            );
+            let k = key::encode(op.row, op.column, ts, seq, op.kind);
+            let value = Bytes::copy_from_slice(op.value);
+            fam.active.insert(Bytes::from(k), value, ts, seq, op.kind.is_tombstone(), log_number);
             fam.counters.user_entries.fetch_add(1, Ordering::Relaxed);
-            fam.counters.user_bytes.fetch_add(
-                (op.row.len() + op.column.len() + op.value.len()) as u64,
-                Ordering::Relaxed,
-            );
-            if !touched.contains(&op.family) {
-                touched.push(op.family);
+            fam.counters
+                .user_bytes
+                .fetch_add((op.row.len() + op.column.len() + op.value.len()) as u64, Ordering::Relaxed);
+            if !touched.contains(&id) {
+                touched.push(id);
             }
         }
-        w.last_seq = first + w.ops.len() as u64 - 1;
+        w.last_seq = first + ops.len() as u64 - 1;
         self.visible_seq.store(w.last_seq, Ordering::Release);
 
         let full: Vec<u32> = touched
