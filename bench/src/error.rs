@@ -1,0 +1,40 @@
+//! The one error type of cellar-bench: the engine's errors, plus the few
+//! things a measurement can find wrong before it starts.
+
+use std::path::PathBuf;
+
+/// What can go wrong while a lesson builds and reads its store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The engine failed (I/O, corruption, a refused write...).
+    #[error(transparent)]
+    Engine(#[from] cellar_engine::Error),
+    /// A file-system call made by the lesson itself failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// A lesson measures a store it builds from nothing, so it refuses a
+    /// folder that already holds something (it would measure that too).
+    #[error("{0} is not empty: a lesson builds its store in an empty folder")]
+    NotEmpty(PathBuf),
+    /// The store's statistics do not list a family the lesson created.
+    #[error("the store reports no statistics for family `{0}`")]
+    MissingFamily(String),
+}
+
+/// A result with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
