@@ -212,7 +212,15 @@ pub(crate) fn encode_header(first_sequence: u64, count: usize, out: &mut Vec<u8>
 }
 
 /// Appends one operation to a batch's log record payload.
-pub(crate) fn encode_op(family: u32, kind: Kind, timestamp: u64, row: &[u8], column: &[u8], value: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn encode_op(
+    family: u32,
+    kind: Kind,
+    timestamp: u64,
+    row: &[u8],
+    column: &[u8],
+    value: &[u8],
+    out: &mut Vec<u8>,
+) {
     out.extend_from_slice(&family.to_le_bytes());
     out.push(kind_byte(kind));
     out.extend_from_slice(&timestamp.to_le_bytes());
@@ -312,7 +320,10 @@ mod tests {
     fn oversized_parts_are_refused() {
         let mut batch = WriteBatch::new();
         batch.put("f", vec![0u8; MAX_ROW_BYTES + 1], "c", "v");
-        assert!(matches!(check_limits(&batch.op_refs()), Err(Error::TooLarge { what: "row", .. })));
+        assert!(matches!(
+            check_limits(&batch.op_refs()),
+            Err(Error::TooLarge { what: "row", .. })
+        ));
     }
 
     proptest! {

@@ -223,9 +223,11 @@ impl Snapshot {
         let mut trace = Trace::default();
         for source in sources(fam) {
             if let Some((ts, seq, _, _)) = &best {
-                // Nothing in this source is newer than what we hold: the answer is known.
+                // Nothing in this source is newer than what we hold: skip it. Not
+                // `break`: an older source may still hold a larger timestamp (a
+                // put with an explicit timestamp written before a smaller one).
                 if source.max_ts_seq() <= (*ts, *seq) {
-                    break;
+                    continue;
                 }
             }
             let mut cost = ReadCost::default();

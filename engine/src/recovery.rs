@@ -184,6 +184,11 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
 
     // Log replay.
     let logs = numbered_files(dir, ".log")?;
+    // A rotation takes a log number before the manifest records it (the next
+    // file number is recorded with the next flush), so never hand one out again.
+    if let Some(&newest) = logs.last() {
+        next_file.fetch_max(newest + 1, std::sync::atomic::Ordering::SeqCst);
+    }
     let needed = state.families.values().map(|f| f.log_number).min().unwrap_or(u64::MAX);
     let mut replayed: BTreeMap<u32, Memtable> = BTreeMap::new();
     let mut last_seq = state.last_sequence;

@@ -109,7 +109,12 @@ pub(crate) enum Reader {
 impl Reader {
     /// The first entry with a key starting with `prefix` and a sequence number
     /// at most `snapshot`: the newest visible version of one cell in this source.
-    pub fn newest_with_prefix(&mut self, prefix: &[u8], snapshot: u64, trace: &mut SourceTrace) -> Result<Option<(Bytes, Bytes)>> {
+    pub fn newest_with_prefix(
+        &mut self,
+        prefix: &[u8],
+        snapshot: u64,
+        trace: &mut SourceTrace,
+    ) -> Result<Option<(Bytes, Bytes)>> {
         match self {
             Reader::Mem(memtable) => {
                 let (hit, examined) = memtable.newest_with_prefix(prefix, snapshot);

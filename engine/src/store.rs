@@ -238,7 +238,14 @@ impl Store {
         timestamp: u64,
         value: impl AsRef<[u8]>,
     ) -> Result<()> {
-        self.write_one(family, Kind::Put, row.as_ref(), column.as_ref(), Some(timestamp), value.as_ref())
+        self.write_one(
+            family,
+            Kind::Put,
+            row.as_ref(),
+            column.as_ref(),
+            Some(timestamp),
+            value.as_ref(),
+        )
     }
 
     /// Deletes every version of a column written up to now.
@@ -254,7 +261,14 @@ impl Store {
         column: impl AsRef<[u8]>,
         timestamp: u64,
     ) -> Result<()> {
-        self.write_one(family, Kind::DeleteCell, row.as_ref(), column.as_ref(), Some(timestamp), b"")
+        self.write_one(
+            family,
+            Kind::DeleteCell,
+            row.as_ref(),
+            column.as_ref(),
+            Some(timestamp),
+            b"",
+        )
     }
 
     /// Deletes every column of a row written up to now (a row tombstone).
@@ -267,7 +281,15 @@ impl Store {
         self.write_one(family, Kind::DeleteRow, row.as_ref(), b"", Some(timestamp), b"")
     }
 
-    fn write_one(&self, family: &str, kind: Kind, row: &[u8], column: &[u8], timestamp: Option<u64>, value: &[u8]) -> Result<()> {
+    fn write_one(
+        &self,
+        family: &str,
+        kind: Kind,
+        row: &[u8],
+        column: &[u8],
+        timestamp: Option<u64>,
+        value: &[u8],
+    ) -> Result<()> {
         self.inner.write(&[OpRef {
             family,
             kind,
@@ -624,11 +646,13 @@ impl Inner {
             let seq = first + i as u64;
             let k = key::encode(op.row, op.column, ts, seq, op.kind);
             let value = Bytes::copy_from_slice(op.value);
-            fam.active.insert(Bytes::from(k), value, ts, seq, op.kind.is_tombstone(), log_number);
+            fam.active
+                .insert(Bytes::from(k), value, ts, seq, op.kind.is_tombstone(), log_number);
             fam.counters.user_entries.fetch_add(1, Ordering::Relaxed);
-            fam.counters
-                .user_bytes
-                .fetch_add((op.row.len() + op.column.len() + op.value.len()) as u64, Ordering::Relaxed);
+            fam.counters.user_bytes.fetch_add(
+                (op.row.len() + op.column.len() + op.value.len()) as u64,
+                Ordering::Relaxed,
+            );
             if !touched.contains(&id) {
                 touched.push(id);
             }
@@ -835,6 +859,20 @@ impl Inner {
             family: fam.id,
             log_number,
         });
+        // A family with nothing in memory holds no log: move its log number up
+        // too, or an idle family pins every segment after its last flush. The
+        // hint is read before the emptiness check, so a write that lands after
+        // the check is in this segment or a newer one.
+        let hint = self.writer_log_number_hint();
+        for (id, other) in &current.families {
+            let stale = install.state.families.get(id).is_some_and(|s| s.log_number < hint);
+            if *id != fam.id && stale && other.frozen.is_empty() && other.active.is_empty() {
+                edits.push(Edit::SetLogNumber {
+                    family: *id,
+                    log_number: hint,
+                });
+            }
+        }
         edits.push(Edit::LastSequence(install.state.last_sequence.max(memtable.max_seq())));
         edits.push(Edit::NextFileNumber(self.next_file.load(Ordering::SeqCst)));
         self.commit(&mut install, &edits)?;

@@ -15,6 +15,12 @@
 //! 4. it is among the newest `versions` versions of its cell;
 //! 5. it has not expired (`timestamp + ttl` is in the future).
 //!
+//! One exception, shared with HBase: a put written *after* a deletion but
+//! carrying an *older* timestamp is hidden only while the deletion is stored.
+//! A major compaction drops deletions (nothing older remains for them to
+//! hide), and from then on such a late put is visible. Write with timestamps
+//! from the store's clock (the default) and this never arises.
+//!
 //! Because newer versions sort first, every rule is decided by looking at the
 //! entry and a few remembered facts about its row and cell; nothing is buffered.
 

@@ -1,0 +1,186 @@
+//! Concurrency: readers on snapshots while one writer, background flushes and
+//! minor compactions change the store underneath (DESIGN.md §4, read path: "a
+//! read works on a consistent snapshot ... so it never blocks writers or
+//! compactions").
+//!
+//! `CELLAR_STRESS_SECS` sets how long the stress test runs (default 2 s).
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::error::Error as StdError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cellar_engine::{ColumnRange, FamilyOptions, RowRange, Snapshot, Store, StoreOptions, WriteBatch};
+
+type TestResult = Result<(), Box<dyn StdError + Send + Sync>>;
+
+const ROWS: u64 = 10;
+
+fn stress_duration() -> Duration {
+    let secs = std::env::var("CELLAR_STRESS_SECS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(2.0);
+    Duration::from_secs_f64(secs)
+}
+
+fn row(x: u64) -> String {
+    format!("r{x}")
+}
+
+/// The value of every row of one family's column in a snapshot, by row.
+fn column_by_row(
+    snapshot: &Snapshot,
+    family: &str,
+    column: &str,
+) -> Result<BTreeMap<String, u64>, Box<dyn StdError + Send + Sync>> {
+    let mut out = BTreeMap::new();
+    for r in snapshot.scan(family, &RowRange::all())? {
+        let r = r?;
+        for cell in r.cells {
+            assert_eq!(&cell.column[..], column.as_bytes());
+            out.insert(
+                String::from_utf8(r.key.to_vec())?,
+                std::str::from_utf8(&cell.value)?.parse()?,
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// One reader: snapshot after snapshot, the two halves of every pair agree,
+/// and no row's value ever goes backwards.
+fn reader(store: &Store, stop: &AtomicBool, id: u64) -> Result<u64, Box<dyn StdError + Send + Sync>> {
+    let mut checks = 0u64;
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut x = id;
+    while !stop.load(Ordering::Relaxed) || checks == 0 {
+        let snapshot = store.snapshot();
+        // Point reads of one pair.
+        x = (x + 3) % ROWS;
+        let left = snapshot.get("a", row(x), "left")?.map(|c| c.value);
+        let right = snapshot.get("b", row(x), "right")?.map(|c| c.value);
+        assert_eq!(left, right, "snapshot {}: pair {x} disagrees", snapshot.sequence());
+        // The same pair through a slice.
+        let sliced = snapshot.slice("a", row(x), &ColumnRange::prefix("le"))?;
+        assert_eq!(sliced.first().map(|c| c.value.clone()), left);
+        // Every pair at once, through scans of both families.
+        let lefts = column_by_row(&snapshot, "a", "left")?;
+        let rights = column_by_row(&snapshot, "b", "right")?;
+        assert_eq!(lefts, rights, "snapshot {}: scans disagree", snapshot.sequence());
+        for (r, v) in lefts {
+            let before = seen.insert(r.clone(), v).unwrap_or(0);
+            assert!(v >= before, "row {r} went back from {before} to {v}");
+        }
+        checks += 1;
+    }
+    Ok(checks)
+}
+
+#[test]
+fn snapshot_readers_always_see_both_cells_of_a_batch_while_flushes_and_compactions_run() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let family = || FamilyOptions::default().memtable_max_entries(50).compaction_trigger(2);
+    let store = Arc::new(Store::open(
+        dir.path(),
+        StoreOptions::default()
+            .family_with("a", family())
+            .family_with("b", family()),
+    )?);
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..4)
+        .map(|id| {
+            let (store, stop) = (store.clone(), stop.clone());
+            std::thread::spawn(move || reader(&store, &stop, id))
+        })
+        .collect();
+
+    let deadline = Instant::now() + stress_duration();
+    let mut written = 0u64;
+    while Instant::now() < deadline || written < 1000 {
+        written += 1;
+        let x = written % ROWS;
+        let value = written.to_string();
+        let mut batch = WriteBatch::new();
+        batch.put("a", row(x), "left", &value).put("b", row(x), "right", &value);
+        store.write(&batch)?;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut checks = Vec::new();
+    for r in readers {
+        checks.push(r.join().map_err(|_| "a reader panicked")??);
+    }
+    assert!(checks.iter().all(|&c| c > 0), "every reader checked: {checks:?}");
+
+    // The writes did go through flushes and compactions, and the end state is exact.
+    store.wait_for_background_work()?;
+    let stats = store.stats()?;
+    let a = stats.family("a").expect("family a");
+    assert!(
+        a.flushes > 0 && a.compactions > 0,
+        "flushes {} compactions {}",
+        a.flushes,
+        a.compactions
+    );
+    let snapshot = store.snapshot();
+    let expected: BTreeMap<String, u64> = (written.saturating_sub(ROWS - 1)..=written)
+        .map(|i| (row(i % ROWS), i))
+        .collect();
+    assert_eq!(column_by_row(&snapshot, "a", "left")?, expected);
+    assert_eq!(column_by_row(&snapshot, "b", "right")?, expected);
+    Ok(())
+}
+
+#[test]
+fn a_snapshot_held_across_a_major_compaction_reads_its_old_values_and_keeps_its_files() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(
+        dir.path(),
+        StoreOptions::default().family_with("a", FamilyOptions::default().compaction_trigger(0)),
+    )?;
+    for i in 0..20 {
+        store.put_at("a", format!("row{i:02}"), "c", 1, "old")?;
+    }
+    store.flush()?;
+    store.put_at("a", "row00", "c", 1, "old, second file")?;
+    store.flush()?;
+    let old_files: Vec<_> = store.tables().into_iter().map(|t| t.path).collect();
+    assert_eq!(old_files.len(), 2);
+
+    let snapshot = store.snapshot();
+    for i in 0..20 {
+        store.put_at("a", format!("row{i:02}"), "c", 2, "new")?;
+    }
+    store.delete_row("a", "row05")?;
+    let report = store.compact("a")?;
+    assert_eq!(report.input_files, 3);
+    assert_eq!(report.output_entries, 19, "new versions only; the deleted row is gone");
+    let new_files: Vec<_> = store.tables().into_iter().map(|t| t.path).collect();
+    assert_eq!(new_files.len(), 1);
+
+    // The snapshot still reads what it saw, from the replaced files.
+    assert_eq!(
+        snapshot.get("a", "row00", "c")?.map(|c| c.value),
+        Some("old, second file".into())
+    );
+    assert_eq!(snapshot.get("a", "row05", "c")?.map(|c| c.value), Some("old".into()));
+    let rows: Vec<_> = snapshot.scan("a", &RowRange::all())?.collect::<Result<_, _>>()?;
+    assert_eq!(rows.len(), 20);
+    assert!(rows.iter().all(|r| r.cells.len() == 1 && r.cells[0].timestamp == 1));
+    // The store reads the new state.
+    assert_eq!(store.get("a", "row00", "c")?.map(|c| c.value), Some("new".into()));
+    assert_eq!(store.get("a", "row05", "c")?, None);
+    assert_eq!(store.scan("a", &RowRange::all())?.count(), 19);
+
+    assert!(
+        old_files.iter().all(|p| p.exists()),
+        "a snapshot's files stay while it is held"
+    );
+    drop(snapshot);
+    store.wait_for_background_work()?;
+    assert!(old_files.iter().all(|p| !p.exists()), "and go when it is dropped");
+    assert!(new_files.iter().all(|p| p.exists()));
+    Ok(())
+}

@@ -1,0 +1,560 @@
+//! Recovery: what a store holds after it is closed, crashed, or damaged, and
+//! the errors it gives for what it cannot accept.
+//!
+//! Covers DESIGN.md §4 (write path, manifest, locking): every acknowledged
+//! write survives a reopen and a SIGKILL; a torn last log record is dropped; a
+//! damaged log record followed by good ones, or a damaged data block, is an
+//! `Error::Corruption` naming the file; an idle family does not pin the log.
+#![allow(clippy::unwrap_used)]
+
+use std::error::Error as StdError;
+use std::fs::OpenOptions;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use cellar_engine::{
+    ColumnRange, Error, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch, MAX_COLUMN_BYTES,
+    MAX_ROW_BYTES, MAX_VALUE_BYTES,
+};
+
+type TestResult = Result<(), Box<dyn StdError>>;
+
+/// The log segments (`<number>.log`) in the store folder, oldest first.
+fn log_files(dir: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .expect("read the store folder")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let number = name.strip_suffix(".log")?.parse().ok()?;
+            Some((number, e.path()))
+        })
+        .collect();
+    logs.sort();
+    logs.into_iter().map(|(_, p)| p).collect()
+}
+
+fn newest_log(dir: &Path) -> PathBuf {
+    log_files(dir).pop().expect("the store has a log segment")
+}
+
+fn flip_byte(path: &Path, offset: u64) -> TestResult {
+    let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+    let mut byte = [0u8];
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(&mut byte)?;
+    byte[0] ^= 0x5A;
+    file.seek(SeekFrom::Start(offset))?;
+    file.write_all(&byte)?;
+    file.sync_all()?;
+    Ok(())
+}
+
+fn small_memtables() -> FamilyOptions {
+    FamilyOptions::default().memtable_max_entries(16).compaction_trigger(2)
+}
+
+fn two_families() -> StoreOptions {
+    StoreOptions::default()
+        .family("a")
+        .family_with("b", FamilyOptions::default().max_versions(3))
+}
+
+fn value_of(store: &Store, family: &str, row: &str, column: &str) -> Result<Option<String>, Error> {
+    Ok(store
+        .get(family, row, column)?
+        .map(|c| String::from_utf8_lossy(&c.value).into_owned()))
+}
+
+// ------------------------------------------------------------- clean reopen
+
+#[test]
+fn acknowledged_writes_survive_a_reopen_without_flush() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    {
+        let store = Store::open(dir.path(), two_families())?;
+        for i in 0..100 {
+            store.put("a", format!("row{i:03}"), "col", format!("a{i}"))?;
+        }
+        store.put_at("b", "versioned", "col", 1, "one")?;
+        store.put_at("b", "versioned", "col", 2, "two")?;
+        store.put_at("b", "versioned", "col", 3, "three")?;
+        store.delete("a", "row007", "col")?;
+        store.delete_row("a", "row008")?;
+        let mut batch = WriteBatch::new();
+        batch
+            .put("a", "batched", "x", "1")
+            .put("b", "batched", "y", "2")
+            .delete("a", "row009", "col");
+        store.write(&batch)?;
+        // No flush: everything is in the log and the memtables only.
+        assert_eq!(store.tables().len(), 0);
+    }
+    let store = Store::open(dir.path(), two_families())?;
+    for i in 0..100 {
+        let expected = (!(7..=9).contains(&i)).then(|| format!("a{i}"));
+        assert_eq!(
+            value_of(&store, "a", &format!("row{i:03}"), "col")?,
+            expected,
+            "row{i:03}"
+        );
+    }
+    let versions: Vec<(u64, String)> = store
+        .versions("b", "versioned", "col")?
+        .into_iter()
+        .map(|c| (c.timestamp, String::from_utf8_lossy(&c.value).into_owned()))
+        .collect();
+    assert_eq!(
+        versions,
+        vec![(3, "three".to_string()), (2, "two".to_string()), (1, "one".to_string())]
+    );
+    assert_eq!(value_of(&store, "a", "batched", "x")?.as_deref(), Some("1"));
+    assert_eq!(value_of(&store, "b", "batched", "y")?.as_deref(), Some("2"));
+    assert_eq!(store.scan("a", &RowRange::all())?.count(), 98);
+    Ok(())
+}
+
+#[test]
+fn acknowledged_writes_survive_many_flushes_compactions_and_reopens() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let options = || {
+        StoreOptions::default()
+            .family_with("a", small_memtables())
+            .family_with("b", small_memtables().max_versions(2))
+    };
+    let mut expected = std::collections::BTreeMap::new();
+    for round in 0..4u32 {
+        let store = Store::open(dir.path(), options())?;
+        for i in 0..300u32 {
+            let row = format!("row{:03}", (i * 7 + round) % 150);
+            let value = format!("r{round}i{i}");
+            store.put("a", &row, "col", &value)?;
+            expected.insert(row.clone(), Some(value));
+            if i % 11 == 0 {
+                store.delete("a", &row, "col")?;
+                expected.insert(row, None);
+            }
+            if i % 97 == 0 {
+                store.compact("a")?;
+            }
+        }
+        store.put_at("b", "versions", "col", u64::from(round), format!("round {round}"))?;
+        if round % 2 == 0 {
+            store.flush()?;
+        }
+        // Dropped with frozen memtables and compactions possibly in flight.
+    }
+    let store = Store::open(dir.path(), options())?;
+    store.wait_for_background_work()?;
+    for (row, value) in &expected {
+        assert_eq!(&value_of(&store, "a", row, "col")?, value, "{row}");
+    }
+    let live = expected.values().filter(|v| v.is_some()).count();
+    assert_eq!(store.scan("a", &RowRange::all())?.count(), live);
+    let versions: Vec<u64> = store
+        .versions("b", "versions", "col")?
+        .iter()
+        .map(|c| c.timestamp)
+        .collect();
+    assert_eq!(versions, vec![3, 2]);
+    assert!(store.stats()?.family("a").expect("family a").flushes > 0 || !store.tables().is_empty());
+    store.verify()?;
+    Ok(())
+}
+
+/// Regression: a log rotation takes a file number that the manifest records
+/// only with the next flush. Closing before that flush ran made the next open
+/// (or the first rotation after it) create a log segment that already existed
+/// (`Error::Io`, "File exists"), so the store could not be used again.
+#[test]
+fn reopen_never_reuses_the_number_of_an_unrecorded_log_segment() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let options = || StoreOptions::default().family_with("b", FamilyOptions::default().memtable_max_entries(5));
+    for round in 0..60u64 {
+        let store = Store::open(dir.path(), options())?;
+        // The fifth entry freezes the memtable and starts a new log segment; the
+        // store is closed at once, usually before the background flush runs.
+        for column in 0..5u64 {
+            store.put_at("b", "row", format!("c{column}"), round, format!("round {round}"))?;
+        }
+    }
+    let store = Store::open(dir.path(), options())?;
+    let row = store.get_row("b", "row")?;
+    assert_eq!(row.len(), 5);
+    assert!(row.iter().all(|c| c.timestamp == 59 && &c.value[..] == b"round 59"));
+    Ok(())
+}
+
+// ------------------------------------------------------------ damaged logs
+
+/// Ten single-put records of identical size: returns the record length.
+fn write_ten_equal_records(dir: &Path) -> Result<u64, Box<dyn StdError>> {
+    let store = Store::open(dir, StoreOptions::default().family("a"))?;
+    for i in 0..10 {
+        store.put_at("a", format!("row{i}"), "col", 100 + i, format!("value{i}"))?;
+    }
+    drop(store);
+    let logs = log_files(dir);
+    assert_eq!(logs.len(), 1, "one log segment: {logs:?}");
+    let len = std::fs::metadata(&logs[0])?.len();
+    assert_eq!(len % 10, 0, "ten records of one size");
+    Ok(len / 10)
+}
+
+#[test]
+fn torn_last_log_record_is_dropped_and_the_rest_recovered() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let record = write_ten_equal_records(dir.path())?;
+    let log = newest_log(dir.path());
+    let file = OpenOptions::new().write(true).open(&log)?;
+    file.set_len(10 * record - 3)?;
+    drop(file);
+
+    let store = Store::open(dir.path(), StoreOptions::default())?;
+    for i in 0..9 {
+        assert_eq!(
+            value_of(&store, "a", &format!("row{i}"), "col")?,
+            Some(format!("value{i}")),
+            "row{i}"
+        );
+    }
+    assert_eq!(
+        value_of(&store, "a", "row9", "col")?,
+        None,
+        "the torn record was never acknowledged"
+    );
+    // The store goes on: new writes, another reopen.
+    store.put("a", "row9", "col", "again")?;
+    drop(store);
+    let store = Store::open(dir.path(), StoreOptions::default())?;
+    assert_eq!(value_of(&store, "a", "row9", "col")?.as_deref(), Some("again"));
+    assert_eq!(store.scan("a", &RowRange::all())?.count(), 10);
+    Ok(())
+}
+
+#[test]
+fn flipped_byte_in_a_middle_log_record_is_corruption_on_open() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let record = write_ten_equal_records(dir.path())?;
+    let log = newest_log(dir.path());
+    // Record 4's payload (after its 8-byte frame header); records 5..9 follow intact.
+    flip_byte(&log, 4 * record + 8 + 2)?;
+    match Store::open(dir.path(), StoreOptions::default()) {
+        Err(Error::Corruption { file, offset, .. }) => {
+            assert_eq!(file, log);
+            assert_eq!(offset, 4 * record, "the offset of the damaged record");
+        }
+        Err(other) => panic!("expected Error::Corruption, got {other:?}"),
+        Ok(_) => panic!("a damaged record followed by good ones must not open"),
+    }
+    // Nothing was deleted: the log is still there for a salvage.
+    assert!(log.exists());
+    Ok(())
+}
+
+#[test]
+fn flipped_byte_in_a_table_data_block_is_corruption_on_the_read_that_touches_it() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let table = {
+        let store = Store::open(dir.path(), StoreOptions::default().family("t"))?;
+        for i in 0..200 {
+            store.put_at("t", format!("row{i:03}"), "col", 1, format!("{i:0>40}"))?;
+        }
+        store.flush()?;
+        let tables = store.tables();
+        assert_eq!(tables.len(), 1);
+        assert!(
+            tables[0].data_blocks >= 3,
+            "several data blocks: {}",
+            tables[0].data_blocks
+        );
+        tables[0].path.clone()
+    };
+    // Offset 30 is inside the first entry of data block 0 (row000).
+    flip_byte(&table, 30)?;
+
+    // Opening checks footer, index and filter only: it succeeds.
+    let store = Store::open(dir.path(), StoreOptions::default())?;
+    let is_corruption_of_table = |e: &Error| matches!(e, Error::Corruption { file, .. } if *file == table);
+    let err = store
+        .get("t", "row000", "col")
+        .expect_err("row000 is in the damaged block");
+    assert!(is_corruption_of_table(&err), "{err:?}");
+    let err = store.slice("t", "row001", &ColumnRange::all()).expect_err("row001 too");
+    assert!(is_corruption_of_table(&err), "{err:?}");
+    let err = store
+        .scan("t", &RowRange::all())
+        .and_then(|scan| scan.collect::<Result<Vec<_>, Error>>())
+        .expect_err("a scan reads every block");
+    assert!(is_corruption_of_table(&err), "{err:?}");
+    let err = store.verify().expect_err("verify checks every block");
+    assert!(is_corruption_of_table(&err), "{err:?}");
+    // A read of another block is not affected.
+    assert_eq!(value_of(&store, "t", "row199", "col")?, Some(format!("{:0>40}", 199)));
+    Ok(())
+}
+
+// --------------------------------------------------------------- process kill
+
+const KILL_CHILD_DIR: &str = "CELLAR_TEST_KILL_CHILD_DIR";
+const KILL_TEST: &str = "acknowledged_writes_survive_sigkill_with_sync_always";
+
+fn kill_options() -> StoreOptions {
+    StoreOptions::default().sync(SyncPolicy::Always).family_with(
+        "k",
+        FamilyOptions::default().memtable_max_entries(40).compaction_trigger(2),
+    )
+}
+
+/// The child: writes forever, printing each key once its write returned.
+fn kill_child(dir: &Path) -> TestResult {
+    let store = Store::open(dir, kill_options())?;
+    let stdout = std::io::stdout();
+    for i in 0..u64::MAX {
+        let mut batch = WriteBatch::new();
+        batch.put("k", format!("key{i:08}"), "v", format!("value{i}"));
+        batch.put("k", format!("key{i:08}"), "w", format!("second{i}"));
+        store.write(&batch)?;
+        let mut out = stdout.lock();
+        writeln!(out, "ACK {i}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+#[test]
+fn acknowledged_writes_survive_sigkill_with_sync_always() -> TestResult {
+    if let Some(dir) = std::env::var_os(KILL_CHILD_DIR) {
+        return kill_child(Path::new(&dir));
+    }
+    let dir = tempfile::tempdir()?;
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(["--exact", KILL_TEST, "--nocapture", "--test-threads", "1"])
+        .env(KILL_CHILD_DIR, dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut acked: Vec<u64> = Vec::new();
+    // The test harness prints "test <name> ... " before the child's first line.
+    let ack = |line: &str| line.rsplit_once("ACK ").map(|(_, i)| i.to_string());
+    for line in lines.by_ref() {
+        if let Some(i) = ack(&line?) {
+            acked.push(i.parse()?);
+            if acked.len() == 300 {
+                break;
+            }
+        }
+    }
+    child.kill()?; // SIGKILL
+    child.wait()?;
+    // Lines printed before the kill were acknowledged too.
+    for line in lines {
+        if let Some(i) = ack(&line?) {
+            acked.push(i.parse()?);
+        }
+    }
+    assert!(acked.len() >= 300, "the child acknowledged only {} writes", acked.len());
+    assert_eq!(acked, (0..acked.len() as u64).collect::<Vec<_>>());
+
+    let store = Store::open(dir.path(), kill_options())?;
+    for &i in &acked {
+        let row = format!("key{i:08}");
+        assert_eq!(value_of(&store, "k", &row, "v")?, Some(format!("value{i}")), "{row}");
+        assert_eq!(value_of(&store, "k", &row, "w")?, Some(format!("second{i}")), "{row}");
+    }
+    // Whatever else survived is a prefix of the history, each batch whole.
+    let rows: Vec<_> = store.scan("k", &RowRange::all())?.collect::<Result<_, Error>>()?;
+    assert!(rows.len() >= acked.len());
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(&row.key[..], format!("key{i:08}").as_bytes());
+        assert_eq!(row.cells.len(), 2, "batch {i} is whole");
+    }
+    Ok(())
+}
+
+// ----------------------------------------------------------------- locking
+
+#[test]
+fn second_open_is_locked_until_the_first_store_is_dropped() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let first = Store::open(dir.path(), StoreOptions::default().family("a"))?;
+    first.put("a", "r", "c", "v")?;
+    match Store::open(dir.path(), StoreOptions::default()) {
+        Err(Error::Locked { dir: locked }) => assert_eq!(locked, dir.path()),
+        Err(other) => panic!("expected Error::Locked, got {other:?}"),
+        Ok(_) => panic!("a second handle opened a locked store"),
+    }
+    // The failed open changed nothing.
+    assert_eq!(value_of(&first, "a", "r", "c")?.as_deref(), Some("v"));
+    drop(first);
+    let second = Store::open(dir.path(), StoreOptions::default())?;
+    assert_eq!(value_of(&second, "a", "r", "c")?.as_deref(), Some("v"));
+    Ok(())
+}
+
+// ------------------------------------------------------- refused arguments
+
+#[test]
+fn invalid_family_names_are_refused_before_touching_the_disk() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store_dir = dir.path().join("store");
+    for bad in ["", "../escape", "a/b", "Upper", "dot.ted", &"x".repeat(65)] {
+        match Store::open(&store_dir, StoreOptions::default().family(bad)) {
+            Err(Error::InvalidFamilyName(name)) => assert_eq!(name, bad),
+            Err(other) => panic!("{bad:?}: expected InvalidFamilyName, got {other:?}"),
+            Ok(_) => panic!("{bad:?} was accepted"),
+        }
+    }
+    assert!(!store_dir.exists(), "nothing was created for an invalid name");
+    assert!(!dir.path().join("escape").exists());
+
+    let store = Store::open(&store_dir, StoreOptions::default().family("a"))?;
+    for bad in ["..", "a b", "é"] {
+        assert!(
+            matches!(store.create_family(bad, FamilyOptions::default()), Err(Error::InvalidFamilyName(n)) if n == bad)
+        );
+    }
+    assert!(matches!(store.create_family("a", FamilyOptions::default()), Err(Error::FamilyExists(n)) if n == "a"));
+    assert!(matches!(
+        Store::open(dir.path().join("other"), StoreOptions::default().family("x").family("x")),
+        Err(Error::FamilyExists(n)) if n == "x"
+    ));
+    Ok(())
+}
+
+#[test]
+fn unknown_family_is_an_error_for_every_operation_and_a_batch_naming_one_applies_nothing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(dir.path(), StoreOptions::default().family("a"))?;
+    let unknown = |r: Result<(), Error>| matches!(r, Err(Error::UnknownFamily(n)) if n == "nope");
+    assert!(unknown(store.put("nope", "r", "c", "v")));
+    assert!(unknown(store.put_at("nope", "r", "c", 1, "v")));
+    assert!(unknown(store.delete("nope", "r", "c")));
+    assert!(unknown(store.delete_row("nope", "r")));
+    assert!(unknown(store.get("nope", "r", "c").map(drop)));
+    assert!(unknown(store.versions("nope", "r", "c").map(drop)));
+    assert!(unknown(store.get_row("nope", "r").map(drop)));
+    assert!(unknown(store.slice("nope", "r", &ColumnRange::all()).map(drop)));
+    assert!(unknown(store.scan("nope", &RowRange::all()).map(drop)));
+    assert!(unknown(store.snapshot().get("nope", "r", "c").map(drop)));
+    assert!(unknown(store.flush_family("nope")));
+    assert!(unknown(store.compact("nope").map(drop)));
+    assert!(unknown(store.family_options("nope").map(drop)));
+
+    let mut batch = WriteBatch::new();
+    batch.put("a", "r", "c", "v").put("nope", "r", "c", "v");
+    assert!(unknown(store.write(&batch)));
+    assert_eq!(store.get("a", "r", "c")?, None, "a refused batch applies nothing");
+    drop(store);
+    let store = Store::open(dir.path(), StoreOptions::default())?;
+    assert_eq!(store.get("a", "r", "c")?, None, "nor does it reach the log");
+    Ok(())
+}
+
+#[test]
+fn oversized_row_column_or_value_is_too_large_and_the_limits_themselves_are_accepted() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(dir.path(), StoreOptions::default().family("a"))?;
+    let row_over = vec![b'r'; MAX_ROW_BYTES + 1];
+    let column_over = vec![b'c'; MAX_COLUMN_BYTES + 1];
+    let value_over = vec![b'v'; MAX_VALUE_BYTES + 1];
+    let too_large = |r: Result<(), Error>, what: &str, len: usize, limit: usize| match r {
+        Err(Error::TooLarge {
+            what: w,
+            len: l,
+            limit: m,
+        }) => w == what && l == len && m == limit,
+        _ => false,
+    };
+    assert!(too_large(
+        store.put("a", &row_over, "c", "v"),
+        "row",
+        MAX_ROW_BYTES + 1,
+        MAX_ROW_BYTES
+    ));
+    assert!(too_large(
+        store.put("a", "r", &column_over, "v"),
+        "column",
+        MAX_COLUMN_BYTES + 1,
+        MAX_COLUMN_BYTES
+    ));
+    assert!(too_large(
+        store.put("a", "r", "c", &value_over),
+        "value",
+        MAX_VALUE_BYTES + 1,
+        MAX_VALUE_BYTES
+    ));
+    assert!(too_large(
+        store.delete_row("a", &row_over),
+        "row",
+        MAX_ROW_BYTES + 1,
+        MAX_ROW_BYTES
+    ));
+    let mut batch = WriteBatch::new();
+    batch.put("a", "fine", "c", "v").put("a", "r", &column_over, "v");
+    assert!(too_large(
+        store.write(&batch),
+        "column",
+        MAX_COLUMN_BYTES + 1,
+        MAX_COLUMN_BYTES
+    ));
+    assert_eq!(store.get("a", "fine", "c")?, None, "a refused batch applies nothing");
+    assert_eq!(store.scan("a", &RowRange::all())?.count(), 0);
+
+    let row = vec![b'r'; MAX_ROW_BYTES];
+    let column = vec![b'c'; MAX_COLUMN_BYTES];
+    let value = vec![b'v'; MAX_VALUE_BYTES];
+    store.put("a", &row, &column, &value)?;
+    store.flush()?;
+    let cell = store.get("a", &row, &column)?.expect("a cell at the limits");
+    assert_eq!(cell.value.len(), MAX_VALUE_BYTES);
+    assert_eq!(&cell.column[..], &column[..]);
+    Ok(())
+}
+
+// ------------------------------------------------------------- log trimming
+
+#[test]
+fn an_idle_family_does_not_pin_the_log() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let options = StoreOptions {
+        max_log_bytes: 32 * 1024,
+        ..StoreOptions::default()
+    }
+    .family("idle")
+    .family_with(
+        "busy",
+        FamilyOptions::default().memtable_max_entries(20).compaction_trigger(4),
+    );
+    let store = Store::open(dir.path(), options)?;
+    store.put("idle", "once", "col", "only write")?;
+    let mut most_logs = 0;
+    for i in 0..4000 {
+        store.put("busy", format!("row{:05}", i % 1000), "col", format!("{i:0>100}"))?;
+        if i % 100 == 99 {
+            most_logs = most_logs.max(log_files(dir.path()).len());
+        }
+    }
+    store.wait_for_background_work()?;
+    let logs = log_files(dir.path());
+    // 4,000 writes of ~150 log bytes rotate the log ~200 times (every 20 entries).
+    // Only segments of unflushed memtables may stay: at most 4 frozen + 1 active.
+    assert!(
+        logs.len() <= 2,
+        "after background work: {} log segments: {logs:?}",
+        logs.len()
+    );
+    assert!(most_logs <= 12, "at some point {most_logs} log segments were live");
+    assert_eq!(value_of(&store, "idle", "once", "col")?.as_deref(), Some("only write"));
+    drop(store);
+    let store = Store::open(dir.path(), StoreOptions::default())?;
+    assert_eq!(value_of(&store, "idle", "once", "col")?.as_deref(), Some("only write"));
+    assert_eq!(
+        value_of(&store, "busy", "row00999", "col")?,
+        Some(format!("{:0>100}", 3999))
+    );
+    Ok(())
+}

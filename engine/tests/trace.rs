@@ -1,0 +1,196 @@
+//! Exact read costs (DESIGN.md §5, `engine/src/trace.rs`): how each source was
+//! settled, data blocks read, entries examined and returned. The lesson tables
+//! are printed from these counters, so they are asserted to the unit.
+#![allow(clippy::unwrap_used)]
+
+use std::error::Error;
+
+use cellar_engine::{ColumnRange, FamilyOptions, RowRange, Settled, SourceKind, Store, StoreOptions};
+
+type TestResult = Result<(), Box<dyn Error>>;
+
+/// One family, no automatic compaction: every flush stays one file.
+fn store_with(dir: &std::path::Path, options: FamilyOptions) -> Result<Store, cellar_engine::Error> {
+    Store::open(
+        dir,
+        StoreOptions::default().family_with("f", options.compaction_trigger(0)),
+    )
+}
+
+#[test]
+fn absent_row_inside_three_files_key_ranges_is_ruled_out_by_three_filters_and_reads_no_data_block() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default())?;
+    // Every file spans rows "a" to "z", so "m" is inside every key range: only
+    // the bloom filter can rule a file out.
+    for file in 0..3 {
+        store.put_at("f", "a", "c", file, "first row")?;
+        store.put_at("f", "z", "c", file, "last row")?;
+        store.flush()?;
+    }
+    assert_eq!(store.tables().len(), 3);
+
+    let (cell, trace) = store.get_traced("f", "m", "c")?;
+    assert_eq!(cell, None);
+    assert_eq!(trace.sources_visited(), 4, "the (empty) memtable and three files");
+    assert_eq!(trace.files_visited(), 3);
+    assert_eq!(trace.settled_by(Settled::Filter), 3);
+    assert_eq!(trace.settled_by(Settled::KeyRange), 0);
+    assert_eq!(trace.settled_by(Settled::Searched), 1, "only the memtable is searched");
+    assert_eq!(trace.filter_checks(), 3);
+    assert_eq!(trace.filter_negatives(), 3);
+    assert_eq!(trace.data_blocks(), 0);
+    assert_eq!(trace.data_bytes(), 0);
+    assert_eq!(trace.pages_touched(), 0);
+    assert_eq!(trace.entries_examined(), 0);
+    assert_eq!(trace.entries_returned, 0);
+    assert_eq!(trace.sources[0].source, SourceKind::ActiveMemtable);
+
+    // A whole-row read of the absent row costs the same.
+    let (cells, trace) = store.get_row_traced("f", "m")?;
+    assert!(cells.is_empty());
+    assert_eq!(
+        (trace.filter_negatives(), trace.data_blocks(), trace.entries_examined()),
+        (3, 0, 0)
+    );
+
+    // A row past every file's key range is settled by the key range, without a filter probe.
+    let (_, trace) = store.get_traced("f", "zz", "c")?;
+    assert_eq!(trace.settled_by(Settled::KeyRange), 3);
+    assert_eq!((trace.filter_checks(), trace.data_blocks()), (0, 0));
+    Ok(())
+}
+
+#[test]
+fn point_read_of_a_flushed_cell_reads_one_data_block_and_examines_one_entry() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default())?;
+    for i in 0..50 {
+        store.put_at("f", format!("row{i:02}"), "c", 7, format!("value {i}"))?;
+    }
+    store.flush()?;
+    let tables = store.tables();
+    assert_eq!(tables.len(), 1);
+    assert_eq!(tables[0].data_blocks, 1, "50 small cells fit in one 4 KiB block");
+
+    let (cell, trace) = store.get_traced("f", "row25", "c")?;
+    let cell = cell.expect("row25 is stored");
+    assert_eq!((&cell.value[..], cell.timestamp), (&b"value 25"[..], 7));
+    assert_eq!(trace.sources_visited(), 2);
+    assert_eq!(trace.files_visited(), 1);
+    assert_eq!(trace.data_blocks(), 1);
+    assert_eq!(trace.pages_touched(), 1);
+    assert_eq!(trace.entries_examined(), 1);
+    assert_eq!(trace.entries_returned, 1);
+    assert_eq!(trace.filter_checks(), 1);
+    assert_eq!(trace.filter_negatives(), 0);
+    let table = &trace.sources[1];
+    assert_eq!(table.settled, Settled::Searched);
+    assert_eq!((table.data_blocks, table.entries_examined), (1, 1));
+    assert!(
+        table.data_bytes > 0 && table.data_bytes <= 4096 + 5,
+        "{}",
+        table.data_bytes
+    );
+    Ok(())
+}
+
+#[test]
+fn slice_examines_exactly_the_cells_in_its_range_when_there_are_no_tombstones() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default())?;
+    // Columns 00..14 in the first file, 15..29 in the second, 30..39 in the memtable;
+    // another row in each source around "book".
+    for (range, flush) in [(0..15, true), (15..30, true), (30..40, false)] {
+        for col in range {
+            store.put("f", "book", format!("col{col:02}"), format!("v{col}"))?;
+        }
+        store.put("f", "album", "x", "other row")?;
+        store.put("f", "cd", "x", "other row")?;
+        if flush {
+            store.flush()?;
+        }
+    }
+
+    let (cells, trace) = store.slice_traced("f", "book", &ColumnRange::between("col10", "col35"))?;
+    assert_eq!(cells.len(), 25);
+    assert_eq!(trace.entries_examined(), 25);
+    assert_eq!(trace.entries_returned, 25);
+
+    let (cells, trace) = store.get_row_traced("f", "book")?;
+    assert_eq!(
+        (cells.len(), trace.entries_examined(), trace.entries_returned),
+        (40, 40, 40)
+    );
+
+    // A reverse slice reads its whole range forward and returns the last cells.
+    let (cells, trace) = store.slice_traced("f", "book", &ColumnRange::between("col10", "col35").reverse().limit(5))?;
+    let columns: Vec<&[u8]> = cells.iter().map(|c| &c.column[..]).collect();
+    assert_eq!(columns, vec![&b"col34"[..], b"col33", b"col32", b"col31", b"col30"]);
+    assert_eq!((trace.entries_examined(), trace.entries_returned), (25, 5));
+
+    // Shadowed versions in range are examined too: ten columns written again.
+    for col in 10..20 {
+        store.put("f", "book", format!("col{col:02}"), format!("again {col}"))?;
+    }
+    let (cells, trace) = store.slice_traced("f", "book", &ColumnRange::between("col10", "col20"))?;
+    assert_eq!(
+        (cells.len(), trace.entries_examined(), trace.entries_returned),
+        (10, 20, 10)
+    );
+    assert!(cells.iter().all(|c| c.value.starts_with(b"again")));
+    Ok(())
+}
+
+#[test]
+fn scan_examines_every_stored_version_and_tombstone() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default())?;
+    // 30 rows x 2 columns, in the first file.
+    for r in 0..30 {
+        store.put("f", format!("r{r:02}"), "a", "1")?;
+        store.put("f", format!("r{r:02}"), "b", "1")?;
+    }
+    store.flush()?;
+    // Second file: 10 overwrites, 5 cell tombstones, 2 row tombstones.
+    for r in 0..10 {
+        store.put("f", format!("r{r:02}"), "a", "2")?;
+    }
+    for r in 10..15 {
+        store.delete("f", format!("r{r:02}"), "b")?;
+    }
+    store.delete_row("f", "r20")?;
+    store.delete_row("f", "r21")?;
+    store.flush()?;
+    // Memtable: 3 new rows.
+    for r in 30..33 {
+        store.put("f", format!("r{r:02}"), "a", "3")?;
+    }
+    let stored = 60 + 10 + 5 + 2 + 3;
+    let live_cells = 60 - 5 - 4 + 3;
+    let live_rows = 30 - 2 + 3;
+
+    let (rows, trace) = store.scan_traced("f", &RowRange::all())?;
+    assert_eq!(rows.len(), live_rows);
+    assert_eq!(rows.iter().map(|r| r.cells.len()).sum::<usize>(), live_cells);
+    assert_eq!(trace.entries_examined(), stored);
+    assert_eq!(trace.entries_returned, live_rows as u64);
+    let stats = store.stats()?;
+    let f = stats.family("f").expect("family f");
+    assert_eq!(
+        (f.stored_entries, f.live_entries, f.tombstones),
+        (stored, live_cells as u64, 7)
+    );
+
+    // A row range examines the versions of its rows only: r05..r15 holds
+    // 20 cells + 5 overwrites + 5 tombstones.
+    let (rows, trace) = store.scan_traced("f", &RowRange::between("r05", "r15"))?;
+    assert_eq!((rows.len(), trace.entries_examined()), (10, 30));
+
+    // After a major compaction only live cells are stored and examined.
+    store.compact("f")?;
+    let (rows, trace) = store.scan_traced("f", &RowRange::all())?;
+    assert_eq!(rows.len(), live_rows);
+    assert_eq!(trace.entries_examined(), live_cells as u64);
+    Ok(())
+}
