@@ -501,7 +501,11 @@ impl TableIter {
         // A seek that lands in the block already in hand re-positions inside it:
         // the block was read (and counted) once, as a block cache would serve it.
         let reuse = self.block_index == position && self.block.is_some();
-        let block = if reuse { self.block.as_mut() } else { self.load_block(position)? };
+        let block = if reuse {
+            self.block.as_mut()
+        } else {
+            self.load_block(position)?
+        };
         if let Some(block) = block {
             block.seek(target)?;
         }
