@@ -21,9 +21,10 @@ pub struct Args {
     #[arg(value_enum, default_value_t = Which::All)]
     which: Which,
     /// Keep the stores in this folder (one subfolder per lesson, which must be
-    /// empty or absent) instead of a temporary folder.
-    #[arg(long, value_name = "PATH")]
-    dir: Option<PathBuf>,
+    /// empty or absent) instead of a temporary folder. Set from the global
+    /// `--dir` (see `Cli`), which the store commands share.
+    #[arg(skip)]
+    pub dir: Option<PathBuf>,
 }
 
 /// The lessons, by the name the command line knows them by.

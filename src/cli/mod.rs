@@ -10,12 +10,31 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod dump;
+mod format;
 mod lesson;
+mod load;
+mod shell;
+mod store_cmds;
 
 /// A miniature LSM wide-column storage engine that counts what every read costs.
 #[derive(Debug, Parser)]
 #[command(name = "cellar", version, about, propagate_version = true)]
 struct Cli {
+    /// The store folder [default: ./cellar-data]. For `lesson`: keep the
+    /// lesson stores here instead of in a temporary folder.
+    #[arg(long, value_name = "PATH", global = true)]
+    dir: Option<std::path::PathBuf>,
+    /// A column family to create if the store lacks it (repeatable); the store
+    /// itself is created when a family is named.
+    #[arg(long = "family", value_name = "NAME", global = true)]
+    families: Vec<String>,
+    /// Print JSON (get, slice, scan, stats, files, explain).
+    #[arg(long, global = true)]
+    json: bool,
+    /// Print timestamps as UTC dates instead of milliseconds.
+    #[arg(long, global = true)]
+    human: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -26,6 +45,11 @@ enum Command {
     /// Reproduce the wide-column lesson on a real store and print its tables,
     /// the lesson's figures beside cellar's measured ones.
     Lesson(lesson::Args),
+    /// An interactive prompt with the store commands, history and completion
+    /// (reads commands from stdin when it is not a terminal).
+    Shell,
+    #[command(flatten)]
+    Store(store_cmds::StoreCommand),
 }
 
 /// Any error a subcommand reports; printed as one line.
@@ -35,7 +59,7 @@ type Error = Box<dyn std::error::Error>;
 /// message on stderr and a failing exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cellar: {e}");
@@ -44,8 +68,27 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> Result<(), Error> {
-    match command {
-        Command::Lesson(args) => lesson::run(&args),
+fn run(cli: Cli) -> Result<(), Error> {
+    let ctx = store_cmds::Context {
+        dir: cli.dir.clone().unwrap_or_else(|| "cellar-data".into()),
+        families: cli.families,
+        json: cli.json,
+        human: cli.human,
+    };
+    match cli.command {
+        Command::Lesson(mut args) => {
+            args.dir = cli.dir;
+            lesson::run(&args)
+        }
+        Command::Shell => shell::run(&ctx),
+        Command::Store(command) => {
+            let store = if command.needs_store() {
+                Some(store_cmds::open(&ctx)?)
+            } else {
+                None
+            };
+            let stdout = std::io::stdout();
+            store_cmds::run(&ctx, store.as_ref(), &command, &mut stdout.lock())
+        }
     }
 }

@@ -1,0 +1,543 @@
+//! The `cellar` command driven as a process, the way a learner or a script
+//! uses it: every subcommand, its exact output, its `--json`, and its errors.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command as StdCommand, Stdio};
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use assert_cmd::Command;
+use serde_json::Value;
+
+type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// `cellar --dir DIR` ready for arguments.
+fn cellar(dir: &Path) -> Command {
+    let mut cmd = cargo_bin_cmd!("cellar");
+    cmd.arg("--dir").arg(dir);
+    cmd
+}
+
+/// Runs a command that must succeed and returns its stdout.
+fn ok(dir: &Path, args: &[&str]) -> Result<String> {
+    let output = cellar(dir).args(args).output()?;
+    let stderr = String::from_utf8(output.stderr)?;
+    if !output.status.success() {
+        return Err(format!("cellar {args:?} failed: {stderr}").into());
+    }
+    Ok(String::from_utf8(output.stdout)?)
+}
+
+/// Runs a command that must fail; returns its stderr, checked to be one line
+/// without a panic.
+fn fails(dir: &Path, args: &[&str]) -> Result<String> {
+    let output = cellar(dir).args(args).output()?;
+    assert_eq!(output.status.code(), Some(1), "cellar {args:?} should exit 1");
+    let stderr = String::from_utf8(output.stderr)?;
+    assert_eq!(stderr.lines().count(), 1, "one line of error: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    Ok(stderr)
+}
+
+/// A store with family `books` and one row of four columns.
+fn book_store() -> Result<tempfile::TempDir> {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "books"])?;
+    for (column, value) in [
+        ("author", "Herbert"),
+        ("isbn", "0441013597"),
+        ("title", "Dune"),
+        ("year", "1965"),
+    ] {
+        ok(dir, &["put", "books", "book:1", column, value, "--ts", "1000"])?;
+    }
+    Ok(tmp)
+}
+
+#[test]
+fn create_makes_the_store_and_its_families() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let out = ok(tmp.path(), &["create", "--family", "a", "--family", "b"])?;
+    assert_eq!(out, format!("store {} has families: a, b\n", tmp.path().display()));
+    Ok(())
+}
+
+#[test]
+fn get_prints_cells_like_the_hbase_shell() -> Result {
+    let tmp = book_store()?;
+    assert_eq!(
+        ok(tmp.path(), &["get", "books", "book:1"])?,
+        "ROW      COLUMN+CELL\n\
+         \x20book:1  column=books:author, timestamp=1000, value=Herbert\n\
+         \x20book:1  column=books:isbn, timestamp=1000, value=0441013597\n\
+         \x20book:1  column=books:title, timestamp=1000, value=Dune\n\
+         \x20book:1  column=books:year, timestamp=1000, value=1965\n\
+         4 cell(s)\n"
+    );
+    assert_eq!(
+        ok(tmp.path(), &["get", "books", "book:1", "title"])?,
+        "ROW      COLUMN+CELL\n book:1  column=books:title, timestamp=1000, value=Dune\n1 cell(s)\n"
+    );
+    assert_eq!(
+        ok(tmp.path(), &["get", "books", "book:2", "title"])?,
+        "ROW  COLUMN+CELL\n0 cell(s)\n"
+    );
+    Ok(())
+}
+
+#[test]
+fn get_json_is_an_array_of_cells() -> Result {
+    let tmp = book_store()?;
+    let cells: Value = serde_json::from_str(&ok(tmp.path(), &["get", "books", "book:1", "title", "--json"])?)?;
+    assert_eq!(
+        cells,
+        serde_json::json!([{"row": "book:1", "column": "title", "timestamp": 1000, "value": "Dune"}])
+    );
+    Ok(())
+}
+
+#[test]
+fn human_prints_timestamps_as_dates() -> Result {
+    let tmp = tempfile::tempdir()?;
+    ok(
+        tmp.path(),
+        &["--family", "t", "put", "t", "r", "c", "v", "--ts", "1709374500123"],
+    )?;
+    let out = ok(tmp.path(), &["get", "t", "r", "--human"])?;
+    assert!(out.contains("timestamp=2024-03-02T10:15:00.123Z, value=v"), "{out}");
+    Ok(())
+}
+
+#[test]
+fn slice_reads_a_column_range_with_limit_and_reverse() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    let columns = |out: String| -> Vec<String> {
+        out.lines()
+            .filter_map(|l| l.split("column=books:").nth(1))
+            .filter_map(|rest| rest.split(',').next())
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(
+        columns(ok(dir, &["slice", "books", "book:1", "--from", "i", "--to", "y"])?),
+        ["isbn", "title"]
+    );
+    assert_eq!(
+        columns(ok(dir, &["slice", "books", "book:1", "--limit", "2", "--reverse"])?),
+        ["year", "title"]
+    );
+    let json: Value = serde_json::from_str(&ok(dir, &["slice", "books", "book:1", "--from", "t", "--json"])?)?;
+    assert_eq!(json.as_array().map(Vec::len), Some(2));
+    assert_eq!(json[1]["value"], "1965");
+    Ok(())
+}
+
+#[test]
+fn scan_walks_rows_by_range_prefix_and_limit() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "t"])?;
+    for row in ["a1", "a2", "b1", "b2"] {
+        ok(dir, &["put", "t", row, "c", row, "--ts", "7"])?;
+    }
+    assert_eq!(
+        ok(dir, &["scan", "t", "--prefix", "b"])?,
+        "ROW  COLUMN+CELL\n b1  column=t:c, timestamp=7, value=b1\n b2  column=t:c, timestamp=7, value=b2\n2 row(s)\n"
+    );
+    let json: Value = serde_json::from_str(&ok(dir, &["scan", "t", "--from", "a2", "--to", "b2", "--json"])?)?;
+    assert_eq!(
+        json,
+        serde_json::json!([
+            {"row": "a2", "cells": [{"row": "a2", "column": "c", "timestamp": 7, "value": "a2"}]},
+            {"row": "b1", "cells": [{"row": "b1", "column": "c", "timestamp": 7, "value": "b1"}]},
+        ])
+    );
+    let limited = ok(dir, &["scan", "t", "--limit", "3"])?;
+    assert!(limited.ends_with("3 row(s)\n"), "{limited}");
+    Ok(())
+}
+
+#[test]
+fn delete_hides_a_column_and_delete_row_hides_the_row() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    ok(dir, &["delete", "books", "book:1", "isbn"])?;
+    let out = ok(dir, &["get", "books", "book:1"])?;
+    assert!(out.ends_with("3 cell(s)\n") && !out.contains("isbn"), "{out}");
+    ok(dir, &["delete-row", "books", "book:1"])?;
+    assert_eq!(ok(dir, &["get", "books", "book:1"])?, "ROW  COLUMN+CELL\n0 cell(s)\n");
+    Ok(())
+}
+
+#[test]
+fn escaped_bytes_round_trip_through_arguments_and_output() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(
+        dir,
+        &[
+            "--family",
+            "t",
+            "put",
+            "t",
+            r"a\x00b",
+            r"c\xff",
+            r"tab\x09\x5C",
+            "--ts",
+            "1",
+        ],
+    )?;
+    assert_eq!(
+        ok(dir, &["get", "t", r"a\x00b"])?,
+        "ROW      COLUMN+CELL\n a\\x00b  column=t:c\\xFF, timestamp=1, value=tab\\x09\\x5C\n1 cell(s)\n"
+    );
+    Ok(())
+}
+
+#[test]
+fn flush_writes_the_memtable_and_files_lists_the_table() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    let script = "put t r1 a x --ts 5\nput t r1 b y --ts 5\nflush\nfiles\n";
+    let out = cellar(dir)
+        .args(["--family", "t", "shell"])
+        .write_stdin(script)
+        .output()?;
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stdout)?,
+        "flushed: 1 new table file(s), 1 in all\n\
+         family  file        run  bytes  entries  tombstones  blocks  first key  last key\n\
+         t       000005.sst    4    261        2           0       1  r1/a@5     r1/b@5\n\
+         1 file(s)\n"
+    );
+    let files: Value = serde_json::from_str(&ok(dir, &["files", "--json"])?)?;
+    assert_eq!(files[0]["family"], "t");
+    assert_eq!(files[0]["entries"], 2);
+    assert_eq!(files[0]["first_key"], "r1/a@5");
+    Ok(())
+}
+
+#[test]
+fn compact_reports_what_it_reclaimed_and_space_amplification() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    // One process, so that each flush makes exactly one file.
+    let script = "put t r a 1 --ts 1\nput t r b 2 --ts 1\nflush\nput t r a 3 --ts 2\ndelete t r b --ts 2\nflush\n";
+    cellar(dir)
+        .args(["--family", "t", "shell"])
+        .write_stdin(script)
+        .assert()
+        .success();
+    let out = ok(dir, &["compact", "t"])?;
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.first(), Some(&"compacted t:"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("  read     2 file(s),") && l.ends_with(", 4 entries")),
+        "{out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("  wrote    1 file(s),") && l.ends_with(", 1 entries")),
+        "{out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.ends_with("bytes, 3 entries") && l.starts_with("  reclaimed")),
+        "{out}"
+    );
+    assert_eq!(lines.last(), Some(&"  space amplification 4.00 -> 1.00"));
+    Ok(())
+}
+
+#[test]
+fn stats_counts_entries_live_and_stored() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    ok(dir, &["delete", "books", "book:1", "isbn", "--ts", "2000"])?;
+    let text = ok(dir, &["stats"])?;
+    assert!(text.contains("entries stored              5\n"), "{text}");
+    assert!(text.contains("entries live                3\n"), "{text}");
+    let stats: Value = serde_json::from_str(&ok(dir, &["stats", "--json"])?)?;
+    let books = &stats["families"][0];
+    assert_eq!(books["name"], "books");
+    assert_eq!(books["stored_entries"], 5);
+    assert_eq!(books["live_entries"], 3);
+    assert_eq!(books["tombstones"], 1);
+    Ok(())
+}
+
+#[test]
+fn explain_prints_each_source_and_what_it_cost() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    let out = ok(
+        dir,
+        &["explain", "slice", "books", "book:1", "--from", "i", "--to", "u"],
+    )?;
+    assert!(out.contains("source "), "{out}");
+    assert!(
+        out.contains("memtable          search      -            0      0         0\n"),
+        "{out}"
+    );
+    assert!(out.ends_with("entries examined, 2 returned\n"), "{out}");
+    let json: Value = serde_json::from_str(&ok(dir, &["explain", "get", "books", "book:1", "title", "--json"])?)?;
+    assert_eq!(json["entries_returned"], 1);
+    assert_eq!(json["sources"][0]["source"], "memtable");
+    assert_eq!(json["files_visited"], 1);
+    assert_eq!(json["data_blocks"], 1);
+    let scan: Value = serde_json::from_str(&ok(dir, &["explain", "scan", "books", "--json"])?)?;
+    assert_eq!(scan["entries_returned"], 1);
+    Ok(())
+}
+
+/// Flips one byte inside the first data block of the family's only table.
+fn damage_first_table(dir: &Path, family: &str) -> Result<std::path::PathBuf> {
+    let table = std::fs::read_dir(dir.join(family))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .ok_or("no table file")?;
+    let mut bytes = std::fs::read(&table)?;
+    let byte = bytes.get_mut(10).ok_or("table too short")?;
+    *byte ^= 0xFF;
+    std::fs::write(&table, bytes)?;
+    Ok(table)
+}
+
+#[test]
+fn check_passes_on_a_sound_store_and_fails_on_a_damaged_one() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    ok(dir, &["flush"])?;
+    let out = ok(dir, &["check"])?;
+    assert!(out.ends_with("1 table file(s) checked, no damage\n"), "{out}");
+    damage_first_table(dir, "books")?;
+    let output = cellar(dir).arg("check").output()?;
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8(output.stdout)?;
+    assert!(
+        stdout.starts_with("DAMAGED  books/") && stdout.contains("checksum mismatch"),
+        "{stdout}"
+    );
+    assert_eq!(
+        String::from_utf8(output.stderr)?,
+        "cellar: 1 of 1 table file(s) damaged\n"
+    );
+    Ok(())
+}
+
+#[test]
+fn dump_decodes_a_table_block_by_block() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    ok(dir, &["flush"])?;
+    let files: Value = serde_json::from_str(&ok(dir, &["files", "--json"])?)?;
+    let path = files[0]["path"].as_str().ok_or("no path")?.to_string();
+    let out = ok(dir, &["dump", &path])?;
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines
+            .get(1)
+            .is_some_and(|l| l.starts_with("block 0 data: offset 0,") && l.contains("4 entries, checksum ok")),
+        "{out}"
+    );
+    assert_eq!(
+        lines.get(2),
+        Some(&"  row=book:1 column=author timestamp=1000 seq=1 put value=Herbert")
+    );
+    assert!(out.contains("block 3 index:"), "{out}");
+    assert!(
+        out.contains("properties: 4 entries, 0 tombstones, 1 data blocks"),
+        "{out}"
+    );
+    assert!(
+        lines
+            .last()
+            .is_some_and(|l| l.starts_with("verified: 4 blocks, 4 entries")),
+        "{out}"
+    );
+
+    damage_first_table(dir, "books")?;
+    let output = cellar(dir).args(["dump", &path]).output()?;
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8(output.stdout)?.contains("checksum MISMATCH"));
+    assert_eq!(
+        String::from_utf8(output.stderr)?,
+        format!("cellar: {path}: 1 block(s) fail their checksum\n")
+    );
+    Ok(())
+}
+
+#[test]
+fn load_reads_csv_and_json_lines() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "t"])?;
+    let csv = dir.join("cells.csv");
+    std::fs::write(&csv, "row,column,value,ts\nr1,a,\"x, y\",5\nr1,b,z\n")?;
+    assert_eq!(
+        ok(dir, &["load", "t", &csv.display().to_string()])?,
+        format!("loaded 2 cell(s) into t from {}\n", csv.display())
+    );
+    let jsonl = dir.join("rows.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"row\": \"r2\", \"column\": \"a\", \"value\": \"v\", \"ts\": 9}\n{\"row\": \"r3\", \"title\": \"Dune\", \"year\": 1965, \"ts\": 3}\n",
+    )?;
+    assert_eq!(
+        ok(dir, &["load", "t", &jsonl.display().to_string()])?,
+        format!("loaded 3 cell(s) into t from {}\n", jsonl.display())
+    );
+    assert_eq!(
+        ok(dir, &["get", "t", "r1", "a"])?,
+        "ROW  COLUMN+CELL\n r1  column=t:a, timestamp=5, value=x, y\n1 cell(s)\n"
+    );
+    let r3: Value = serde_json::from_str(&ok(dir, &["get", "t", "r3", "--json"])?)?;
+    assert_eq!(
+        r3,
+        serde_json::json!([
+            {"row": "r3", "column": "title", "timestamp": 3, "value": "Dune"},
+            {"row": "r3", "column": "year", "timestamp": 3, "value": "1965"},
+        ])
+    );
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, "r1,a\n")?;
+    let err = fails(dir, &["load", "t", &bad.display().to_string()])?;
+    assert!(
+        err.contains("line 1: expected row,column,value[,ts], found 2 field(s)"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn shell_runs_a_script_from_stdin() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let script = "\
+# comments and blank lines are skipped
+
+put t r c 'two words' --ts 4
+get t r
+get t r --json
+nonsense
+get nope r
+stats --json
+exit
+put t r c never
+";
+    let out = cellar(tmp.path())
+        .args(["--family", "t", "shell"])
+        .write_stdin(script)
+        .output()?;
+    assert_eq!(out.status.code(), Some(1), "a failed line makes the exit status fail");
+    let stdout = String::from_utf8(out.stdout)?;
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines.get(..4),
+        Some(
+            &[
+                "ROW  COLUMN+CELL",
+                " r   column=t:c, timestamp=4, value=two words",
+                "1 cell(s)",
+                r#"[{"column":"c","row":"r","timestamp":4,"value":"two words"}]"#,
+            ][..]
+        )
+    );
+    let stats: Value = serde_json::from_str(lines.get(4).ok_or("no stats line")?)?;
+    assert_eq!(stats["families"][0]["memtable_entries"], 1);
+    assert_eq!(
+        String::from_utf8(out.stderr)?,
+        "cellar: unrecognized subcommand 'nonsense'\n\
+         cellar: unknown column family \"nope\" (families: t)\n\
+         cellar: 2 command(s) failed\n"
+    );
+    // `exit` stopped the script: the last put never ran.
+    assert!(ok(tmp.path(), &["get", "t", "r"])?.contains("value=two words"));
+    Ok(())
+}
+
+#[test]
+fn shell_help_lists_the_commands() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let out = ok_with_stdin(tmp.path(), &["--family", "t", "shell"], "help\n")?;
+    for command in [
+        "put", "get", "slice", "scan", "explain", "compact", "files", "dump", "load", "check",
+    ] {
+        assert!(
+            out.lines().any(|l| l.trim_start().starts_with(command)),
+            "{command} in {out}"
+        );
+    }
+    Ok(())
+}
+
+fn ok_with_stdin(dir: &Path, args: &[&str], stdin: &str) -> Result<String> {
+    let output = cellar(dir).args(args).write_stdin(stdin).output()?;
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned().into());
+    }
+    Ok(String::from_utf8(output.stdout)?)
+}
+
+#[test]
+fn errors_are_one_line_with_a_failing_exit_code() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    assert_eq!(
+        fails(dir, &["get", "nope", "r"])?,
+        "cellar: unknown column family \"nope\" (families: books)\n"
+    );
+    assert_eq!(
+        fails(dir, &["get", "books", r"a\q"])?,
+        "cellar: bad escape '\\q' in 'a\\q': write a byte as \\xNN (two hex digits)\n"
+    );
+    let missing = dir.join("missing");
+    assert_eq!(
+        fails(&missing, &["stats"])?,
+        format!(
+            "cellar: {} is not a cellar store: create one with `cellar --dir {} create --family NAME`\n",
+            missing.display(),
+            missing.display()
+        )
+    );
+    Ok(())
+}
+
+#[test]
+fn a_store_held_by_another_process_is_reported_as_locked() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    // A shell waiting on its stdin holds the store open; once it has
+    // answered a command, it surely has the store.
+    let mut holder = StdCommand::new(assert_cmd::cargo::cargo_bin!("cellar"))
+        .arg("--dir")
+        .arg(dir)
+        .arg("shell")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut stdin = holder.stdin.take().ok_or("no stdin")?;
+    writeln!(stdin, "create")?;
+    let mut answer = String::new();
+    BufReader::new(holder.stdout.take().ok_or("no stdout")?).read_line(&mut answer)?;
+    assert!(answer.starts_with("store "), "{answer}");
+    let output = cellar(dir).arg("stats").output()?;
+    drop(stdin);
+    holder.wait()?;
+    assert_eq!(output.status.code(), Some(1));
+    let locked = String::from_utf8(output.stderr).ok();
+    assert_eq!(
+        locked.ok_or("the store never looked locked")?,
+        format!(
+            "cellar: store {} is locked by another process or handle\n",
+            dir.display()
+        )
+    );
+    Ok(())
+}
