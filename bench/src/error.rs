@@ -25,6 +25,9 @@ pub enum Error {
     /// The store's statistics do not list a family the lesson created.
     #[error("the store reports no statistics for family `{0}`")]
     MissingFamily(String),
+    /// A peer engine of the `peers` benchmark failed, or its harness did.
+    #[error("{0}")]
+    Peer(String),
 }
 
 /// A result with [`Error`].

@@ -20,8 +20,11 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod crash;
 mod error;
 pub mod lesson;
+#[cfg(feature = "peers")]
+pub mod peers;
 pub mod progress;
 
 pub use error::{Error, Result};

@@ -1,0 +1,111 @@
+//! cellar, in two shapes: each key a row of one column (`cellar`), and each
+//! key a wide row of ten 100-byte columns (`cellar-wide`, N/10 rows).
+
+use std::path::Path;
+
+use cellar_engine::{RowRange, Store, StoreOptions, WriteBatch};
+
+use super::workloads::{Adapter, KEY_BYTES, VALUE_BYTES};
+use crate::error::Result;
+
+const FAMILY: &str = "bench";
+/// Columns of a wide row.
+pub const WIDE_COLUMNS: usize = 10;
+const NARROW_COLUMN: &[u8] = b"v";
+const WIDE_COLUMN_NAMES: [&[u8]; WIDE_COLUMNS] = [b"c0", b"c1", b"c2", b"c3", b"c4", b"c5", b"c6", b"c7", b"c8", b"c9"];
+
+/// A cellar store with one family of default options (4 KiB blocks, bloom 10
+/// bits per key, 64 MiB memtable, no compression), log on without fsync.
+pub struct Cellar {
+    store: Store,
+    wide: bool,
+}
+
+impl Cellar {
+    /// Opens a fresh store in `dir`; `wide` stores each key as a row of ten columns.
+    pub fn open(dir: &Path, wide: bool) -> Result<Cellar> {
+        let store = Store::open(dir, StoreOptions::default().family(FAMILY))?;
+        Ok(Cellar { store, wide })
+    }
+
+    fn column(&self, i: usize) -> &'static [u8] {
+        if self.wide {
+            WIDE_COLUMN_NAMES.get(i).copied().unwrap_or(b"c0")
+        } else {
+            NARROW_COLUMN
+        }
+    }
+}
+
+fn range_from(key: &[u8; KEY_BYTES], rows: usize) -> RowRange {
+    RowRange {
+        from: Some(key.to_vec().into()),
+        ..RowRange::default()
+    }
+    .limit(rows)
+}
+
+impl Adapter for Cellar {
+    fn entries_per_key(&self) -> usize {
+        if self.wide {
+            WIDE_COLUMNS
+        } else {
+            1
+        }
+    }
+
+    fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()> {
+        if !self.wide {
+            return Ok(self.store.put(FAMILY, key, NARROW_COLUMN, values)?);
+        }
+        let mut batch = WriteBatch::new();
+        for (column, value) in WIDE_COLUMN_NAMES.iter().zip(values.chunks(VALUE_BYTES)) {
+            batch.put(FAMILY, key, column, value);
+        }
+        Ok(self.store.write(&batch)?)
+    }
+
+    fn get(&mut self, key: &[u8; KEY_BYTES], column: usize) -> Result<bool> {
+        Ok(self.store.get(FAMILY, key, self.column(column))?.is_some())
+    }
+
+    fn scan_all(&mut self) -> Result<u64> {
+        let mut n = 0;
+        for row in self.store.scan(FAMILY, &RowRange::all())? {
+            n += row?.cells.len() as u64;
+        }
+        Ok(n)
+    }
+
+    fn seek(&mut self, key: &[u8; KEY_BYTES], n: usize) -> Result<u64> {
+        // Rows needed to hold n entries (n rows of one column; 2 wide rows for 11).
+        let rows = n.div_ceil(self.entries_per_key());
+        let mut read = 0;
+        for row in self.store.scan(FAMILY, &range_from(key, rows))? {
+            read += row?.cells.len().min(n - read as usize) as u64;
+            if read as usize >= n {
+                break;
+            }
+        }
+        Ok(read)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.store.flush()?;
+        Ok(self.store.wait_for_background_work()?)
+    }
+
+    fn compact(&mut self) -> Result<()> {
+        self.store.compact(FAMILY)?;
+        Ok(self.store.wait_for_background_work()?)
+    }
+
+    fn write_amplification(&mut self) -> Result<Option<f64>> {
+        let stats = self.store.stats()?;
+        Ok(stats
+            .families
+            .iter()
+            .find(|f| f.name == FAMILY)
+            .map(|f| f.write_amplification()))
+    }
+}

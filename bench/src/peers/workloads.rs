@@ -1,0 +1,320 @@
+//! The db_bench workloads, run against any [`Adapter`].
+//!
+//! Keys are db_bench's: 16 bytes, the key number big-endian in the first 8
+//! bytes and `'0'` padding after; values are 100 bytes. `fillrandom` and
+//! `overwrite` pick keys `rand() % N` (so about 63% of the N keys exist after
+//! `fillrandom`), `readrandom` does N/5 point reads, `readseq` scans everything
+//! forward, `seekrandom` seeks N/10 times and reads the entry found plus 10 more.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+
+/// Bytes of a key.
+pub const KEY_BYTES: usize = 16;
+/// Bytes of a value.
+pub const VALUE_BYTES: usize = 100;
+/// Entries read per seek in `seekrandom`: the one found and 10 nexts.
+pub const SEEK_ENTRIES: usize = 11;
+
+/// The workloads, in the order a run performs them.
+pub const WORKLOADS: [&str; 6] = [
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "readrandom",
+    "readseq",
+    "seekrandom",
+];
+
+/// One engine seen through the operations the workloads need. An *entry* is
+/// what a db_bench key/value pair is; an adapter may store one key as several
+/// entries (cellar's wide variant stores a row of [`Adapter::entries_per_key`]
+/// columns), and then every count below is in entries.
+pub trait Adapter {
+    /// Entries one key holds (1, or the columns of a wide row).
+    fn entries_per_key(&self) -> usize {
+        1
+    }
+    /// Writes `key` with `values` (one value of [`VALUE_BYTES`] per entry).
+    fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()>;
+    /// Reads one entry of `key` (`column` < entries per key); true if found.
+    fn get(&mut self, key: &[u8; KEY_BYTES], column: usize) -> Result<bool>;
+    /// Reads every entry in key order; returns how many.
+    fn scan_all(&mut self) -> Result<u64>;
+    /// Reads up to `n` entries from the first key at or after `key`; returns how many.
+    fn seek(&mut self, key: &[u8; KEY_BYTES], n: usize) -> Result<u64>;
+    /// Writes what memory holds to files and waits for background work.
+    fn flush(&mut self) -> Result<()>;
+    /// Compacts everything into the fewest files, then waits.
+    fn compact(&mut self) -> Result<()>;
+    /// Write amplification as the engine reports it, if it does.
+    fn write_amplification(&mut self) -> Result<Option<f64>> {
+        Ok(None)
+    }
+}
+
+/// Opens a fresh adapter in a folder.
+pub type Open<'a> = dyn Fn(&Path) -> Result<Box<dyn Adapter>> + 'a;
+
+/// One workload's measurement.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Measured {
+    /// Workload name.
+    pub workload: String,
+    /// Entries operated on (read, written or scanned).
+    pub ops: u64,
+    /// Seconds it took.
+    pub seconds: f64,
+    /// Entries found (reads only).
+    pub found: u64,
+}
+
+impl Measured {
+    /// Operations per second.
+    pub fn ops_per_sec(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.ops as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Everything one run of one engine measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunReport {
+    /// Each workload, in [`WORKLOADS`] order.
+    pub workloads: Vec<Measured>,
+    /// Bytes on disk after `fillseq` (flushed), and after a full compaction of it.
+    pub fillseq_disk: (u64, u64),
+    /// Bytes on disk after `fillrandom` (flushed), and after a full compaction of it.
+    pub fillrandom_disk: (u64, u64),
+    /// Distinct entries after `fillseq` and after `fillrandom`.
+    pub live_entries: (u64, u64),
+    /// Peak RSS (KiB) during `fillrandom`, when the kernel lets it be reset.
+    pub fillrandom_rss_kib: Option<u64>,
+    /// Peak RSS (KiB) of the whole run.
+    pub peak_rss_kib: Option<u64>,
+    /// Write amplification after `overwrite`, if the engine reports it.
+    pub write_amplification: Option<f64>,
+}
+
+/// A small, fast, seeded generator (xorshift64*), so every engine sees the same keys.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    /// The next number.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// A number below `n` (`n` > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+}
+
+/// db_bench's key for number `i`.
+pub fn key(i: u64) -> [u8; KEY_BYTES] {
+    let mut k = [b'0'; KEY_BYTES];
+    k[..8].copy_from_slice(&i.to_be_bytes());
+    k
+}
+
+/// Random value bytes, reused at shifting offsets (nothing is compressed anyway).
+struct Values {
+    pool: Vec<u8>,
+    at: usize,
+}
+
+impl Values {
+    fn new(rng: &mut Rng) -> Values {
+        let pool = (0..(1 << 20)).map(|_| rng.next_u64() as u8).collect();
+        Values { pool, at: 0 }
+    }
+    fn next(&mut self, len: usize) -> &[u8] {
+        if self.at + len > self.pool.len() {
+            self.at = 0;
+        }
+        let start = self.at;
+        self.at += 97;
+        &self.pool[start..start + len]
+    }
+}
+
+/// Bytes of every file under `dir`.
+pub fn disk_bytes(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let meta = entry.metadata().map_err(|e| Error::io(entry.path(), e))?;
+        if meta.is_dir() {
+            total += disk_bytes(&entry.path())?;
+        } else {
+            total += meta.len();
+        }
+    }
+    Ok(total)
+}
+
+/// VmHWM (peak resident set) of this process, in KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    rss_field("/proc/self/status", "VmHWM:")
+}
+
+/// A `kB` field of a `/proc/.../status` file.
+pub fn rss_field(path: &str, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(path).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Resets VmHWM to the current RSS (Linux: write 5 to clear_refs); false if refused.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn timed(workload: &str, ops: u64, found: u64, start: Instant) -> Measured {
+    Measured {
+        workload: workload.to_string(),
+        ops,
+        seconds: start.elapsed().as_secs_f64(),
+        found,
+    }
+}
+
+/// Steps between progress updates.
+const STEP: u64 = 10_000;
+
+/// Runs every workload on fresh stores under `dir`, `num` entries, keys drawn from `seed`.
+///
+/// `fillseq` runs in a store of its own (then compacted, measured and removed).
+/// `fillrandom` runs in a second store, which is flushed and measured, compacted
+/// and measured (space amplification against the distinct keys it holds), and
+/// then carries `overwrite` and the reads, as db_bench chains them.
+pub fn run_all(open: &Open<'_>, dir: &Path, num: u64, seed: u64, progress: &dyn Progress) -> Result<RunReport> {
+    let mut report = RunReport::default();
+    let mut rng = Rng::new(seed);
+    let mut values = Values::new(&mut rng);
+
+    // fillseq
+    let seq_dir = dir.join("fillseq");
+    let mut db = open(&seq_dir)?;
+    let per_key = db.entries_per_key().max(1) as u64;
+    let keys = (num / per_key).max(1);
+    let row_bytes = VALUE_BYTES * per_key as usize;
+    progress.start("fillseq", keys);
+    let start = Instant::now();
+    for i in 0..keys {
+        db.put(&key(i), values.next(row_bytes))?;
+        if i % STEP == STEP - 1 {
+            progress.advance(STEP);
+        }
+    }
+    report.workloads.push(timed("fillseq", keys * per_key, 0, start));
+    progress.finish();
+    db.flush()?;
+    let fill = disk_bytes(&seq_dir)?;
+    db.compact()?;
+    report.fillseq_disk = (fill, disk_bytes(&seq_dir)?);
+    report.live_entries.0 = keys * per_key;
+    drop(db);
+    std::fs::remove_dir_all(&seq_dir).map_err(|e| Error::io(&seq_dir, e))?;
+
+    // fillrandom
+    let rand_dir: PathBuf = dir.join("fillrandom");
+    let mut db = open(&rand_dir)?;
+    let mut present = vec![false; keys as usize];
+    let rss_reset = reset_peak_rss();
+    progress.start("fillrandom", keys);
+    let start = Instant::now();
+    for i in 0..keys {
+        let k = rng.below(keys);
+        db.put(&key(k), values.next(row_bytes))?;
+        if let Some(p) = present.get_mut(k as usize) {
+            *p = true;
+        }
+        if i % STEP == STEP - 1 {
+            progress.advance(STEP);
+        }
+    }
+    report.workloads.push(timed("fillrandom", keys * per_key, 0, start));
+    progress.finish();
+    db.flush()?;
+    if rss_reset {
+        report.fillrandom_rss_kib = peak_rss_kib();
+    }
+    let fill = disk_bytes(&rand_dir)?;
+    db.compact()?;
+    report.fillrandom_disk = (fill, disk_bytes(&rand_dir)?);
+    report.live_entries.1 = present.iter().filter(|p| **p).count() as u64 * per_key;
+
+    // overwrite
+    progress.start("overwrite", keys);
+    let start = Instant::now();
+    for i in 0..keys {
+        db.put(&key(rng.below(keys)), values.next(row_bytes))?;
+        if i % STEP == STEP - 1 {
+            progress.advance(STEP);
+        }
+    }
+    report.workloads.push(timed("overwrite", keys * per_key, 0, start));
+    progress.finish();
+    db.flush()?;
+    report.write_amplification = db.write_amplification()?;
+
+    // readrandom
+    let reads = (num / 5).max(1);
+    progress.start("readrandom", reads);
+    let start = Instant::now();
+    let mut found = 0;
+    for i in 0..reads {
+        let k = rng.below(keys);
+        let column = rng.below(per_key) as usize;
+        found += u64::from(db.get(&key(k), column)?);
+        if i % STEP == STEP - 1 {
+            progress.advance(STEP);
+        }
+    }
+    report.workloads.push(timed("readrandom", reads, found, start));
+    progress.finish();
+
+    // readseq
+    progress.start("readseq", 1);
+    let start = Instant::now();
+    let scanned = db.scan_all()?;
+    report.workloads.push(timed("readseq", scanned, scanned, start));
+    progress.finish();
+
+    // seekrandom
+    let seeks = (num / 10).max(1);
+    progress.start("seekrandom", seeks);
+    let start = Instant::now();
+    let mut read = 0;
+    for i in 0..seeks {
+        read += db.seek(&key(rng.below(keys)), SEEK_ENTRIES)?;
+        if i % STEP == STEP - 1 {
+            progress.advance(STEP);
+        }
+    }
+    report.workloads.push(timed("seekrandom", seeks, read, start));
+    progress.finish();
+
+    drop(db);
+    report.peak_rss_kib = peak_rss_kib();
+    std::fs::remove_dir_all(&rand_dir).map_err(|e| Error::io(&rand_dir, e))?;
+    Ok(report)
+}
