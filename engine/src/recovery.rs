@@ -88,6 +88,10 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
     if !dir.is_dir() {
         return Err(Error::NotAStore { dir: dir.to_path_buf() });
     }
+    if !options.create_if_missing && !dir.join("CURRENT").exists() {
+        // Checked before taking the lock, so a folder that is not a store is left untouched.
+        return Err(Error::NotAStore { dir: dir.to_path_buf() });
+    }
     let lock = lock_store(dir)?;
     let (manifest, mut state) = match Manifest::open(dir) {
         Ok(opened) => opened,
