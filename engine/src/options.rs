@@ -180,6 +180,11 @@ impl FamilyOptions {
         self
     }
 
+    /// Cells with a timestamp below this have expired at time `now_ms` (0 = no TTL).
+    pub(crate) fn expire_before(&self, now_ms: u64) -> u64 {
+        self.ttl.map_or(0, |ttl| now_ms.saturating_sub(ttl.as_millis() as u64))
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         if self.max_versions == 0 {
             return Err(Error::InvalidArgument("max_versions must be at least 1".into()));

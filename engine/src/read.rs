@@ -193,10 +193,7 @@ impl Snapshot {
     }
 
     fn expire_before(&self, family: &FamilyVersion) -> u64 {
-        family
-            .options
-            .ttl
-            .map_or(0, |ttl| self.now_ms.saturating_sub(ttl.as_millis() as u64))
+        family.options.expire_before(self.now_ms)
     }
 
     /// The latest live version of one cell.

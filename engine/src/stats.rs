@@ -192,10 +192,7 @@ fn family_stats(inner: &Inner, fam: &FamilyVersion) -> Result<FamilyStats> {
     };
     // Stored and live: one pass over every source, counting both.
     let sequence = inner.visible_seq.load(Ordering::Acquire);
-    let expire_before = fam
-        .options
-        .ttl
-        .map_or(0, |ttl| now_ms().saturating_sub(ttl.as_millis() as u64));
+    let expire_before = fam.options.expire_before(now_ms());
     let mut visibility = Visibility::new(sequence, fam.options.max_versions, expire_before);
     let mut cursors = Vec::new();
     for source in sources(fam) {

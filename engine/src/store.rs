@@ -939,10 +939,7 @@ impl Inner {
         inputs: Vec<Arc<TableFile>>,
         bottommost: bool,
     ) -> Result<CompactionReport> {
-        let expire_before = fam
-            .options
-            .ttl
-            .map_or(0, |ttl| now_ms().saturating_sub(ttl.as_millis() as u64));
+        let expire_before = fam.options.expire_before(now_ms());
         let mut cursors = Vec::with_capacity(inputs.len());
         for t in &inputs {
             cursors.push(Source::Table(t.clone()).cursor(&[], None)?);
