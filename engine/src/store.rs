@@ -687,7 +687,10 @@ impl Inner {
             }
         };
         if self.options.sync != SyncPolicy::Never {
-            w.log.sync()?;
+            if let Err(e) = w.log.sync() {
+                self.stop(&e);
+                return Err(e);
+            }
         }
         let old = std::mem::replace(&mut w.log, new_log);
         let mut freeze: Vec<u32> = families.to_vec();
