@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 
 mod dump;
 mod format;
+mod keys;
 mod lesson;
 mod load;
 mod shell;
@@ -48,6 +49,10 @@ enum Command {
     /// An interactive prompt with the store commands, history and completion
     /// (reads commands from stdin when it is not a terminal).
     Shell,
+    /// Try a row key on a workload: where the writes land (verdict, picture),
+    /// what the typical reads cost (run on a real store), and the design as
+    /// Cassandra or HBase statements.
+    Keys(keys::Args),
     #[command(flatten)]
     Store(store_cmds::StoreCommand),
 }
@@ -81,6 +86,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             lesson::run(&args)
         }
         Command::Shell => shell::run(&ctx),
+        Command::Keys(args) => keys::run(&args, &mut std::io::stdout().lock()),
         Command::Store(command) => {
             let store = if command.needs_store() {
                 Some(store_cmds::open(&ctx)?)

@@ -1,0 +1,182 @@
+//! The simulated cluster: split sizes as the HBase reference guide gives
+//! them, and the invariants every layout must keep.
+
+use std::collections::BTreeSet;
+
+use cellar_keys::placement::{check_range_layout, presplit_points, ClusterSpec, SplitPolicy, StoreModel};
+use cellar_keys::syntax::parse;
+use cellar_keys::verdict::Spread;
+use cellar_keys::workload::{WorkloadKind, WorkloadSpec};
+use cellar_keys::{Error, Experiment, Run};
+
+const MB: u64 = 1;
+const GB: u64 = 1024;
+
+fn run(key: &str, kind: WorkloadKind, writes: usize, cluster: ClusterSpec) -> Result<Run, Error> {
+    Experiment::new(parse(key)?, WorkloadSpec::new(kind).writes(writes), cluster).run()
+}
+
+#[test]
+fn increasing_to_upper_bound_is_min_of_max_and_twice_flush_times_regions_cubed() {
+    // Reference guide: flush 128 MB, max 10 GB: 256 MB, 2048 MB, 6912 MB, then 10 GB.
+    let p = SplitPolicy::IncreasingToUpperBound {
+        flush_rows: 128 * MB,
+        max_rows: 10 * GB,
+    };
+    assert_eq!(p.split_size(1), 256 * MB);
+    assert_eq!(p.split_size(2), 2048 * MB);
+    assert_eq!(p.split_size(3), 6912 * MB);
+    assert_eq!(p.split_size(4), 10 * GB);
+    assert_eq!(p.split_size(200), 10 * GB, "over 100 regions HBase uses the maximum");
+}
+
+#[test]
+fn stepping_is_twice_flush_for_one_region_then_the_maximum() {
+    let p = SplitPolicy::Stepping {
+        flush_rows: 128 * MB,
+        max_rows: 10 * GB,
+    };
+    assert_eq!(p.split_size(1), 256 * MB);
+    assert_eq!(p.split_size(2), 10 * GB);
+    assert_eq!(p.split_size(9), 10 * GB);
+    assert_eq!(SplitPolicy::Constant { max_rows: 10 * GB }.split_size(3), 10 * GB);
+}
+
+fn keys_of(run: &Run) -> BTreeSet<Vec<u8>> {
+    run.keys.iter().cloned().collect()
+}
+
+#[test]
+fn regions_stay_contiguous_non_overlapping_and_hold_every_key() -> Result<(), Error> {
+    let policies = [
+        StoreModel::HBase {
+            policy: SplitPolicy::Stepping {
+                flush_rows: 32,
+                max_rows: 300,
+            },
+        },
+        StoreModel::HBase {
+            policy: SplitPolicy::IncreasingToUpperBound {
+                flush_rows: 16,
+                max_rows: 400,
+            },
+        },
+        StoreModel::HBase {
+            policy: SplitPolicy::Constant { max_rows: 250 },
+        },
+        StoreModel::Bigtable {
+            split_rows: 500,
+            load_share: 0.3,
+        },
+    ];
+    let keys = [
+        r##"ts(ms) "#" field(order_id)"##,
+        r##"salt(customer,8) "#" pad(customer,6) "#" revts(ms,19) "#" field(order_id)"##,
+        r##"hash(order_id,4) "#" u64(order_id)"##,
+    ];
+    for model in policies {
+        for key in keys {
+            for presplit in [0, 4] {
+                let mut cluster = ClusterSpec::new(model);
+                cluster.presplit = presplit;
+                let r = run(key, WorkloadKind::Orders, 3000, cluster)?;
+                check_range_layout(&r.placement.layout, &keys_of(&r))
+                    .map_err(|e| Error::InvalidSetting(format!("{model:?} {key} presplit {presplit}: {e}")))?;
+                assert_eq!(r.placement.total_writes(), 3000);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_monotonic_key_sends_every_write_to_the_last_region() -> Result<(), Error> {
+    for model in [
+        ClusterSpec::hbase().model,
+        StoreModel::Bigtable {
+            split_rows: 300,
+            load_share: 0.25,
+        },
+    ] {
+        let r = run(
+            r##"ts(ms) "#" field(order_id)"##,
+            WorkloadKind::Orders,
+            5000,
+            ClusterSpec::new(model),
+        )?;
+        assert!(r.placement.splits > 3, "it splits ({} splits)", r.placement.splits);
+        assert_eq!(r.placement.writes_to_last_region, 5000);
+        assert_eq!(r.verdict.median_slice_share(), 1.0, "one server takes each slice");
+        assert_eq!(r.verdict.spread(), Spread::HotSpot);
+    }
+    Ok(())
+}
+
+#[test]
+fn random_keys_spread_over_the_servers() -> Result<(), Error> {
+    let mut cluster = ClusterSpec::hbase();
+    cluster.presplit = 8;
+    let r = run(
+        r##"hash(order_id,4) "#" field(order_id)"##,
+        WorkloadKind::Orders,
+        8000,
+        cluster,
+    )?;
+    assert!(r.verdict.busiest_share < 0.35, "busiest {}", r.verdict.busiest_share);
+    assert_eq!(r.verdict.spread(), Spread::Even);
+    assert!(r.placement.writes_to_last_region < 8000 / 4);
+
+    let ring = ClusterSpec::new(StoreModel::Ring { num_tokens: 16 });
+    let r = run(r#"field(order_id) | ts(ms)"#, WorkloadKind::Orders, 8000, ring)?;
+    assert!(
+        r.verdict.busiest_share < 0.4,
+        "ring busiest {}",
+        r.verdict.busiest_share
+    );
+
+    let dynamo = ClusterSpec::new(StoreModel::EqualPartitions);
+    let r = run(r#"field(order_id) | ts(ms)"#, WorkloadKind::Orders, 8000, dynamo)?;
+    assert!(
+        r.verdict.busiest_share < 0.3,
+        "partitions busiest {}",
+        r.verdict.busiest_share
+    );
+    Ok(())
+}
+
+#[test]
+fn a_hot_partition_key_stays_hot_in_a_hashed_store() -> Result<(), Error> {
+    // Half the orders belong to tenant 1: hashing cannot split one partition.
+    let ring = ClusterSpec::new(StoreModel::Ring { num_tokens: 16 });
+    let r = run(
+        r##"pad(tenant,4) | ts(ms) "#" field(order_id)"##,
+        WorkloadKind::Tenants,
+        4000,
+        ring,
+    )?;
+    assert!(r.verdict.busiest_share >= 0.5, "busiest {}", r.verdict.busiest_share);
+    Ok(())
+}
+
+#[test]
+fn a_salted_timestamp_key_spreads_once_split() -> Result<(), Error> {
+    let mut cluster = ClusterSpec::hbase();
+    cluster.presplit = 4;
+    let r = run(
+        r##"salt(order_id,16) "#" ts(ms) "#" field(order_id)"##,
+        WorkloadKind::Orders,
+        8000,
+        cluster,
+    )?;
+    assert!(r.verdict.median_slice_share() < 0.4, "{:?}", r.verdict.lines());
+    Ok(())
+}
+
+#[test]
+fn presplit_points_follow_the_salt_buckets() -> Result<(), Error> {
+    let points = presplit_points(&parse(r##"const(o) salt(user,16) "#" field(user)"##)?, 4);
+    assert_eq!(points, vec![b"o04".to_vec(), b"o08".to_vec(), b"o12".to_vec()]);
+    let uniform = presplit_points(&parse("ts(ms)")?, 4);
+    assert_eq!(uniform, vec![vec![64], vec![128], vec![192]]);
+    Ok(())
+}
