@@ -131,13 +131,27 @@ pub fn push_suffix(out: &mut Vec<u8>, timestamp: u64, sequence: u64, kind: Kind)
 
 /// Encodes a complete internal key.
 pub fn encode(row: &[u8], column: &[u8], timestamp: u64, sequence: u64, kind: Kind) -> Vec<u8> {
-    let mut out = if kind == Kind::DeleteRow {
-        row_tombstone_prefix(row)
-    } else {
-        cell_prefix(row, column)
-    };
-    push_suffix(&mut out, timestamp, sequence, kind);
+    let mut out = Vec::with_capacity(encoded_len(row, column));
+    encode_into(&mut out, row, column, timestamp, sequence, kind);
     out
+}
+
+/// Appends a complete internal key to `out`.
+pub fn encode_into(out: &mut Vec<u8>, row: &[u8], column: &[u8], timestamp: u64, sequence: u64, kind: Kind) {
+    escape_into(row, out);
+    out.extend_from_slice(&TERMINATOR);
+    if kind == Kind::DeleteRow {
+        out.extend_from_slice(&ROW_MARKER);
+    } else {
+        escape_into(column, out);
+        out.extend_from_slice(&TERMINATOR);
+    }
+    push_suffix(out, timestamp, sequence, kind);
+}
+
+/// Length of an encoded key when neither part holds a zero byte (a lower bound otherwise).
+pub fn encoded_len(row: &[u8], column: &[u8]) -> usize {
+    row.len() + column.len() + 4 + SUFFIX_LEN
 }
 
 /// The smallest key a cell or row-tombstone prefix can have: the newest possible version.

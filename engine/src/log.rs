@@ -22,11 +22,12 @@
 //! appending: recovery starts a new segment, so a torn tail is never buried
 //! under newer records.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
+use cellar_sstable::fs;
 
 use crate::error::{Error, Result};
 
@@ -93,15 +94,7 @@ pub(crate) fn encode_record(out: &mut Vec<u8>, payload: &[u8]) -> Result<()> {
 /// Fsyncs a directory, which makes the creation, removal or renaming of the
 /// files in it durable. (Fsyncing a file persists its bytes, not its name.)
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    // `Path::parent` of a bare file name is the empty path: the current directory.
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    File::open(dir)
-        .and_then(|handle| handle.sync_all())
-        .map_err(|source| Error::io(dir, source))
+    fs::sync_dir(dir).map_err(|source| Error::io(dir, source))
 }
 
 /// Appends records to one log segment.
@@ -134,11 +127,7 @@ impl LogWriter {
     /// The file must not exist yet. The parent directory is fsynced, so the
     /// segment's existence is durable before any record depends on it.
     pub(crate) fn create(path: &Path, number: u64) -> Result<LogWriter> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|source| Error::io(path, source))?;
+        let file = fs::create_new(path).map_err(|source| Error::io(path, source))?;
         sync_dir(path.parent().unwrap_or(Path::new(".")))?;
         Ok(LogWriter {
             file,
@@ -196,7 +185,7 @@ impl LogWriter {
 
     /// Forces the records written so far to stable storage (`fdatasync`).
     pub(crate) fn sync(&mut self) -> Result<()> {
-        self.file.sync_data().map_err(|source| Error::io(&self.path, source))
+        fs::sync_data(&self.file, &self.path).map_err(|source| Error::io(&self.path, source))
     }
 }
 

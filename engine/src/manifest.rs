@@ -24,6 +24,8 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use cellar_sstable::fs;
+
 use crate::error::{Error, Result};
 use crate::log::{self, TailPolicy};
 
@@ -508,6 +510,14 @@ impl Manifest {
                 dir.display()
             )));
         }
+        // A creation that a crash cut short can leave this manifest behind.
+        // No CURRENT names it, so it was never live: start it afresh (as
+        // LevelDB does) rather than fail on it forever.
+        let leftover = dir.join(manifest_file_name(number));
+        match fs::remove(&leftover) {
+            Err(source) if source.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&leftover, source)),
+            _ => {}
+        }
         let (path, file, size) = write_snapshot(dir, number, state)?;
         install_current(dir, number)?;
         Ok(Manifest {
@@ -582,7 +592,7 @@ impl Manifest {
             // record and the next one, and the next open would see corruption
             // in the middle of the file.
             file.set_len(contents.valid_len)
-                .and_then(|()| file.sync_all())
+                .and_then(|()| fs::sync_all(&file, &path))
                 .map_err(|source| Error::io(&path, source))?;
         }
         let manifest = Manifest {
@@ -606,7 +616,10 @@ impl Manifest {
         self.check_not_failed()?;
         let mut frame = Vec::new();
         log::encode_record(&mut frame, &encode_edits(edits))?;
-        let written = self.file.write_all(&frame).and_then(|()| self.file.sync_data());
+        let written = self
+            .file
+            .write_all(&frame)
+            .and_then(|()| fs::sync_data(&self.file, &self.path));
         if let Err(source) = written {
             self.failed = true;
             return Err(Error::io(&self.path, source));
@@ -635,7 +648,7 @@ impl Manifest {
         let old = std::mem::replace(&mut self.path, path);
         self.file = file;
         self.size = size;
-        std::fs::remove_file(&old).map_err(|source| Error::io(&old, source))
+        fs::remove(&old).map_err(|source| Error::io(&old, source))
     }
 
     /// Bytes in the live manifest file.
@@ -666,13 +679,9 @@ fn write_snapshot(dir: &Path, number: u64, state: &ManifestState) -> Result<(Pat
     let path = dir.join(manifest_file_name(number));
     let mut frame = Vec::new();
     log::encode_record(&mut frame, &encode_edits(&state.snapshot()))?;
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|source| Error::io(&path, source))?;
+    let mut file = fs::create_new(&path).map_err(|source| Error::io(&path, source))?;
     file.write_all(&frame)
-        .and_then(|()| file.sync_data())
+        .and_then(|()| fs::sync_data(&file, &path))
         .map_err(|source| Error::io(&path, source))?;
     // The new name must be durable before CURRENT can point at it.
     log::sync_dir(dir)?;
@@ -684,14 +693,14 @@ fn write_snapshot(dir: &Path, number: u64, state: &ManifestState) -> Result<(Pat
 fn install_current(dir: &Path, number: u64) -> Result<()> {
     let temp = dir.join(CURRENT_TEMP);
     let text = format!("{}\n", manifest_file_name(number));
-    File::create(&temp)
+    fs::create(&temp)
         .and_then(|mut file| {
             file.write_all(text.as_bytes())?;
-            file.sync_all()
+            fs::sync_all(&file, &temp)
         })
         .map_err(|source| Error::io(&temp, source))?;
     let current = dir.join(CURRENT);
-    std::fs::rename(&temp, &current).map_err(|source| Error::io(&current, source))?;
+    fs::rename(&temp, &current).map_err(|source| Error::io(&current, source))?;
     log::sync_dir(dir)
 }
 

@@ -111,16 +111,17 @@ mod tests {
     use crate::source::Source;
     use std::sync::Arc;
 
-    fn memtable(keys: &[(u8, u64)]) -> Source {
+    fn memtable(keys: &[(u8, u64)]) -> Arc<Memtable> {
         let m = Memtable::new();
         for &(row, seq) in keys {
             let k = key::encode(&[row], b"c", 1, seq, Kind::Put);
             m.insert(Bytes::from(k), Bytes::from(vec![row]), 1, seq, false, 1);
         }
-        Source::Memtable {
-            memtable: Arc::new(m),
-            active: true,
-        }
+        Arc::new(m)
+    }
+
+    fn source(memtable: &Arc<Memtable>) -> Source<'_> {
+        Source::Memtable { memtable, active: true }
     }
 
     #[test]
@@ -130,9 +131,9 @@ mod tests {
         let c = memtable(&[]);
         let end = Bytes::from(key::row_prefix(&[9]));
         let cursors = vec![
-            a.cursor(b"", Some(end.clone()))?,
-            b.cursor(b"", Some(end))?,
-            c.cursor(b"", None)?,
+            source(&a).cursor(b"", Some(end.clone()))?,
+            source(&b).cursor(b"", Some(end))?,
+            source(&c).cursor(b"", None)?,
         ];
         let mut merge = MergeIterator::new(cursors);
         let mut rows = Vec::new();

@@ -24,9 +24,12 @@ pub enum SyncPolicy {
     /// `fdatasync` before every write returns: nothing acknowledged is lost even
     /// on power loss. Costs one disk flush per write (or per group of writes).
     Always,
-    /// Never `fdatasync` the log; every write is still handed to the operating
+    /// No `fdatasync` per write; every write is still handed to the operating
     /// system before it returns, so a crash of the process loses nothing, but a
     /// power loss can lose the last writes (a prefix of the history survives).
+    /// A log segment is still synced once when it is closed (once per
+    /// memtable), so that a flushed family never outlives the part of a batch
+    /// another family holds only in that segment.
     Never,
     /// `fdatasync` when a write comes and the last sync is older than this.
     Interval(Duration),

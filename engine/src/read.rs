@@ -26,6 +26,11 @@ use crate::trace::{Settled, SourceTrace, Trace};
 use crate::version::{FamilyVersion, Version};
 use crate::visibility::Visibility;
 
+/// Length of `bytes` once escaped (every zero byte takes two).
+fn escaped_len(bytes: &[u8]) -> usize {
+    bytes.len() + bytes.iter().filter(|&&b| b == 0).count()
+}
+
 /// One version of one column of a row.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cell {
@@ -210,10 +215,11 @@ impl Snapshot {
     ) -> Result<(Option<Cell>, Trace)> {
         let fam = self.family(family)?;
         let (row, column) = (row.as_ref(), column.as_ref());
-        let row_prefix = key::row_prefix(row);
-        let row_end = key::prefix_successor(&row_prefix);
-        let tombstone_prefix = key::row_tombstone_prefix(row);
         let cell_prefix = key::cell_prefix(row, column);
+        // The cell prefix starts with the encoded row: `escaped(row) 00 01`.
+        let row_len = cell_prefix.len() - escaped_len(column) - 2;
+        let row_prefix = cell_prefix.get(..row_len).unwrap_or(&[]);
+        let mut tombstone_prefix = Vec::new();
 
         // The newest entry seen so far for this cell or its row: (ts, seq, kind, value).
         let mut best: Option<(u64, u64, Kind, Bytes)> = None;
@@ -228,23 +234,24 @@ impl Snapshot {
                 }
             }
             let mut cost = ReadCost::default();
-            let settled = source.settle(&row_prefix, row_end.as_deref(), Some(&row_prefix), &mut cost);
+            let settled = source.settle_row(row_prefix, &mut cost);
             let mut st = SourceTrace::new(source.kind(), settled);
             if settled == Settled::Searched {
                 let mut reader = source.open();
-                let mut candidates = Vec::with_capacity(2);
+                let mut candidates = [None, None];
                 if source.has_tombstones() {
-                    candidates.push(reader.newest_with_prefix(&tombstone_prefix, self.sequence, &mut st)?);
+                    if tombstone_prefix.is_empty() {
+                        tombstone_prefix = key::row_tombstone_prefix(row);
+                    }
+                    candidates[0] = reader.newest_with_prefix(&tombstone_prefix, self.sequence, &mut st)?;
                 }
-                candidates.push(reader.newest_with_prefix(&cell_prefix, self.sequence, &mut st)?);
+                candidates[1] = reader.newest_with_prefix(&cell_prefix, self.sequence, &mut st)?;
                 if let Some(c) = reader.cost() {
                     cost.add(c);
                 }
-                for (k, value) in candidates.into_iter().flatten() {
-                    if let Some((ts, seq, kind)) = key::suffix(&k) {
-                        if best.as_ref().is_none_or(|b| (ts, seq) > (b.0, b.1)) {
-                            best = Some((ts, seq, kind, value));
-                        }
+                for ((ts, seq, kind), value) in candidates.into_iter().flatten() {
+                    if best.as_ref().is_none_or(|b| (ts, seq) > (b.0, b.1)) {
+                        best = Some((ts, seq, kind, value));
                     }
                 }
             }
@@ -401,10 +408,8 @@ impl RangeRead {
             if settled == Settled::Searched {
                 let mut reader = source.open();
                 if let (true, Some(tp)) = (probe_tombstones && source.has_tombstones(), &tombstone_prefix) {
-                    if let Some((k, _)) = reader.newest_with_prefix(tp, snap.sequence, &mut st)? {
-                        if let Some((ts, seq, _)) = key::suffix(&k) {
-                            row_tombstone = row_tombstone.max(Some((ts, seq)));
-                        }
+                    if let Some(((ts, seq, _), _)) = reader.newest_with_prefix(tp, snap.sequence, &mut st)? {
+                        row_tombstone = row_tombstone.max(Some((ts, seq)));
                     }
                 }
                 // The cursor continues the probe's iterator: its cost includes the probe's.

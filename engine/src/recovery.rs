@@ -20,7 +20,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use cellar_sstable::Table;
+use cellar_sstable::{fs, Table};
 
 use crate::batch;
 use crate::error::{Error, Result};
@@ -83,7 +83,9 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
         if !options.create_if_missing {
             return Err(Error::NotAStore { dir: dir.to_path_buf() });
         }
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        // Its parent is fsynced too: a store whose folder a power loss can
+        // take back would lose every write acknowledged in it.
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }
     if !dir.is_dir() {
         return Err(Error::NotAStore { dir: dir.to_path_buf() });
@@ -100,6 +102,10 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
                 next_file_number: FIRST_MANIFEST + 1,
                 ..ManifestState::default()
             };
+            // The store folder's name must be durable too. `create_dir_all`
+            // synced it if this open made it; one made by an open that a crash
+            // cut short may never have been.
+            log::sync_dir(dir.parent().unwrap_or(Path::new("")))?;
             (Manifest::create(dir, FIRST_MANIFEST, &state)?, state)
         }
         Err(e) => return Err(e),
@@ -147,7 +153,10 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
         validate_family_name(&f.name)
             .map_err(|_| Error::corruption(&manifest_path, 0, format!("family name {:?} is not valid", f.name)))?;
         let family_dir = dir.join(&f.name);
-        std::fs::create_dir_all(&family_dir).map_err(|e| Error::io(&family_dir, e))?;
+        // A family added at this open gets its folder here. (The new log
+        // segment below fsyncs the store folder again before the manifest
+        // lists the family, which covers a folder left by a crashed open.)
+        fs::create_dir_all(&family_dir).map_err(|e| Error::io(&family_dir, e))?;
         let mut tables = Vec::new();
         for meta in &f.tables {
             let path = table_path(&family_dir, meta.file_id);
@@ -164,11 +173,11 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
         // Leftovers of an interrupted flush or compaction: not in the manifest, so never acknowledged.
         for n in numbered_files(&family_dir, ".sst")? {
             if !f.tables.iter().any(|t| t.file_id == n) {
-                let _ = std::fs::remove_file(table_path(&family_dir, n));
+                let _ = fs::remove(&table_path(&family_dir, n));
             }
         }
         for n in numbered_files(&family_dir, ".sst.tmp")? {
-            let _ = std::fs::remove_file(family_dir.join(format!("{n:06}.sst.tmp")));
+            let _ = fs::remove(&family_dir.join(format!("{n:06}.sst.tmp")));
         }
         FamilyVersion::order_tables(&mut tables);
         families.insert(
@@ -275,7 +284,7 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
     install.state = durable;
     for number in logs {
         if number < log_number {
-            let _ = std::fs::remove_file(log_path(dir, number));
+            let _ = fs::remove(&log_path(dir, number));
         }
     }
 

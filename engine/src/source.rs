@@ -10,7 +10,7 @@ use bytes::Bytes;
 use cellar_sstable::{ReadCost, TableIter};
 
 use crate::error::Result;
-use crate::key;
+use crate::key::{self, Kind};
 use crate::memtable::Memtable;
 use crate::trace::{Settled, SourceKind, SourceTrace};
 use crate::version::{FamilyVersion, TableFile};
@@ -19,29 +19,33 @@ use crate::version::{FamilyVersion, TableFile};
 /// the skip list is rare, small enough to cost little when a read stops early.
 const MEMTABLE_CHUNK: usize = 64;
 
-/// One source of a family, newest first in [`sources`].
-#[derive(Clone)]
-pub(crate) enum Source {
-    Memtable { memtable: Arc<Memtable>, active: bool },
-    Table(Arc<TableFile>),
+/// One source of a family, borrowed from a version, newest first in [`sources`].
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a> {
+    Memtable { memtable: &'a Arc<Memtable>, active: bool },
+    Table(&'a Arc<TableFile>),
 }
 
 /// The sources of a family, newest first: active memtable, frozen memtables, tables.
-pub(crate) fn sources(family: &FamilyVersion) -> Vec<Source> {
-    let mut out = Vec::with_capacity(1 + family.frozen.len() + family.tables.len());
-    out.push(Source::Memtable {
-        memtable: family.active.clone(),
+pub(crate) fn sources(family: &FamilyVersion) -> impl Iterator<Item = Source<'_>> {
+    let active = std::iter::once(Source::Memtable {
+        memtable: &family.active,
         active: true,
     });
-    out.extend(family.frozen.iter().map(|m| Source::Memtable {
-        memtable: m.clone(),
+    let frozen = family.frozen.iter().map(|m| Source::Memtable {
+        memtable: m,
         active: false,
-    }));
-    out.extend(family.tables.iter().map(|t| Source::Table(t.clone())));
-    out
+    });
+    active.chain(frozen).chain(family.tables.iter().map(Source::Table))
 }
 
-impl Source {
+/// Whether a sorted file whose keys run from `first` to `last` may hold a key
+/// starting with `prefix` (no allocation: a point read asks this of every file).
+pub(crate) fn may_hold_prefix(first: &[u8], last: &[u8], prefix: &[u8]) -> bool {
+    last >= prefix && (first < prefix || first.starts_with(prefix))
+}
+
+impl Source<'_> {
     pub fn kind(&self) -> SourceKind {
         match self {
             Source::Memtable { active: true, .. } => SourceKind::ActiveMemtable,
@@ -66,6 +70,21 @@ impl Source {
         match self {
             Source::Memtable { memtable, .. } => memtable.tombstones() > 0,
             Source::Table(t) => t.meta.tombstones > 0,
+        }
+    }
+
+    /// Settles a table for a read of one row (`row_prefix` = the encoded row):
+    /// by its key range, then by its bloom filter. Memtables are always searched.
+    pub fn settle_row(&self, row_prefix: &[u8], cost: &mut ReadCost) -> Settled {
+        let Source::Table(t) = self else {
+            return Settled::Searched;
+        };
+        if !may_hold_prefix(&t.meta.first_key, &t.meta.last_key, row_prefix) {
+            Settled::KeyRange
+        } else if !t.table.may_contain(row_prefix, cost) {
+            Settled::Filter
+        } else {
+            Settled::Searched
         }
     }
 
@@ -94,11 +113,15 @@ impl Source {
     /// probe is not read again by the next probe or the cursor.
     pub fn open(&self) -> Reader {
         match self {
-            Source::Memtable { memtable, .. } => Reader::Mem(memtable.clone()),
+            Source::Memtable { memtable, .. } => Reader::Mem((*memtable).clone()),
             Source::Table(t) => Reader::Table(t.table.iter()),
         }
     }
 }
+
+/// The newest visible entry of a cell in one source: its key's
+/// `(timestamp, sequence, kind)` and its value.
+pub(crate) type Hit = ((u64, u64, Kind), Bytes);
 
 /// A source opened for one read.
 pub(crate) enum Reader {
@@ -108,25 +131,24 @@ pub(crate) enum Reader {
 
 impl Reader {
     /// The first entry with a key starting with `prefix` and a sequence number
-    /// at most `snapshot`: the newest visible version of one cell in this source.
-    pub fn newest_with_prefix(
-        &mut self,
-        prefix: &[u8],
-        snapshot: u64,
-        trace: &mut SourceTrace,
-    ) -> Result<Option<(Bytes, Bytes)>> {
+    /// at most `snapshot`: the newest visible version of one cell in this source,
+    /// as its `(timestamp, sequence, kind)` and value.
+    ///
+    /// Seeking to `prefix` itself finds the first key of the cell: a cell prefix
+    /// ends with the `00 01` terminator, so no other cell's key starts with it.
+    pub fn newest_with_prefix(&mut self, prefix: &[u8], snapshot: u64, trace: &mut SourceTrace) -> Result<Option<Hit>> {
         match self {
             Reader::Mem(memtable) => {
                 let (hit, examined) = memtable.newest_with_prefix(prefix, snapshot);
                 trace.entries_examined += examined;
-                Ok(hit)
+                Ok(hit.and_then(|(k, v)| key::suffix(&k).map(|s| (s, v))))
             }
             Reader::Table(iter) => {
-                iter.seek(&key::seek_key(prefix))?;
+                iter.seek(prefix)?;
                 while iter.valid() && iter.key().starts_with(prefix) {
                     trace.entries_examined += 1;
-                    if key::suffix(iter.key()).is_some_and(|(_, seq, _)| seq <= snapshot) {
-                        return Ok(Some((Bytes::copy_from_slice(iter.key()), iter.value())));
+                    if let Some(found) = key::suffix(iter.key()).filter(|&(_, seq, _)| seq <= snapshot) {
+                        return Ok(Some((found, iter.value())));
                     }
                     iter.next()?;
                 }
@@ -173,7 +195,7 @@ impl Reader {
     }
 }
 
-impl Source {
+impl Source<'_> {
     /// A cursor over `[start, end)`, positioned at its first entry.
     pub fn cursor(&self, start: &[u8], end: Option<Bytes>) -> Result<Cursor> {
         self.open().into_cursor(start, end)

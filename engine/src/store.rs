@@ -188,7 +188,7 @@ impl Store {
         }
         let id = install.state.families.keys().max().map_or(1, |m| m + 1);
         let family_dir = self.inner.dir.join(name);
-        std::fs::create_dir_all(&family_dir).map_err(|e| Error::io(&family_dir, e))?;
+        cellar_sstable::fs::create_dir_all(&family_dir).map_err(|e| Error::io(&family_dir, e))?;
         crate::log::sync_dir(&self.inner.dir)?;
         let current_log = self.inner.writer_log_number_hint();
         let edits = vec![
@@ -644,10 +644,14 @@ impl Inner {
                 continue;
             };
             let seq = first + i as u64;
-            let k = key::encode(op.row, op.column, ts, seq, op.kind);
-            let value = Bytes::copy_from_slice(op.value);
-            fam.active
-                .insert(Bytes::from(k), value, ts, seq, op.kind.is_tombstone(), log_number);
+            // Key and value share one allocation: the memtable holds two views of it.
+            let mut entry = Vec::with_capacity(key::encoded_len(op.row, op.column) + op.value.len());
+            key::encode_into(&mut entry, op.row, op.column, ts, seq, op.kind);
+            let key_len = entry.len();
+            entry.extend_from_slice(op.value);
+            let entry = Bytes::from(entry);
+            let (k, value) = (entry.slice(..key_len), entry.slice(key_len..));
+            fam.active.insert(k, value, ts, seq, op.kind.is_tombstone(), log_number);
             fam.counters.user_entries.fetch_add(1, Ordering::Relaxed);
             fam.counters.user_bytes.fetch_add(
                 (op.row.len() + op.column.len() + op.value.len()) as u64,
@@ -686,11 +690,13 @@ impl Inner {
                 return Err(e);
             }
         };
-        if self.options.sync != SyncPolicy::Never {
-            if let Err(e) = w.log.sync() {
-                self.stop(&e);
-                return Err(e);
-            }
+        // The closing segment is synced whatever the policy: a family frozen
+        // here may be flushed to a table file (durable) while another family
+        // still needs this segment to replay its part of the same batches. An
+        // unsynced segment would then let a power loss keep half of a batch.
+        if let Err(e) = w.log.sync() {
+            self.stop(&e);
+            return Err(e);
         }
         let old = std::mem::replace(&mut w.log, new_log);
         let mut freeze: Vec<u32> = families.to_vec();
@@ -901,7 +907,7 @@ impl Inner {
         for n in obsolete {
             // A segment that cannot be removed is only wasted space; the next
             // open skips it (it is older than every family's log number).
-            if std::fs::remove_file(log_path(&self.dir, n)).is_ok() {
+            if cellar_sstable::fs::remove(&log_path(&self.dir, n)).is_ok() {
                 logs.remove(&n);
             }
         }
@@ -945,7 +951,7 @@ impl Inner {
         let expire_before = fam.options.expire_before(now_ms());
         let mut cursors = Vec::with_capacity(inputs.len());
         for t in &inputs {
-            cursors.push(Source::Table(t.clone()).cursor(&[], None)?);
+            cursors.push(Source::Table(t).cursor(&[], None)?);
         }
         let mut merge = MergeIterator::new(cursors);
         let mut compactor = Compactor::new(fam.options.max_versions, expire_before, bottommost);

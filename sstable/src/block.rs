@@ -205,7 +205,9 @@ impl Block {
         BlockIter {
             block: self.clone(),
             next_offset: 0,
-            key: Vec::new(),
+            // Room for a typical key, so decoding the first few keys does not
+            // grow the buffer step by step.
+            key: Vec::with_capacity(64),
             value: 0..0,
             valid: false,
         }

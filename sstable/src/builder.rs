@@ -13,7 +13,7 @@
 //! `path` never names a half-written table: after a crash it is either
 //! absent or complete.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -21,6 +21,7 @@ use crate::block::BlockBuilder;
 use crate::bloom::{filter_hash, BloomFilterBuilder};
 use crate::error::{io_error, Error, Result};
 use crate::format::{block_trailer, BlockHandle, BlockKind, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION};
+use crate::fs;
 use crate::properties::TableProperties;
 
 /// Longest key a table accepts (1 GiB).
@@ -90,12 +91,7 @@ impl TableBuilder {
     /// until then it is written to `<path>.tmp` (replacing any left by a crash).
     pub fn create(path: &Path, options: TableOptions) -> Result<TableBuilder> {
         let tmp_path = tmp_path_for(path);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp_path)
-            .map_err(io_error(&tmp_path))?;
+        let file = fs::create(&tmp_path).map_err(io_error(&tmp_path))?;
         let filter = (options.bloom_bits_per_key > 0).then(|| BloomFilterBuilder::new(options.bloom_bits_per_key));
         Ok(TableBuilder {
             path: path.to_path_buf(),
@@ -209,8 +205,8 @@ impl TableBuilder {
 
         // Durable before visible: data fsynced, then the name, then the
         // directory entry that holds the name.
-        self.file.sync_all().map_err(io_error(&self.tmp_path))?;
-        std::fs::rename(&self.tmp_path, &self.path).map_err(io_error(&self.path))?;
+        fs::sync_all(&self.file, &self.tmp_path).map_err(io_error(&self.tmp_path))?;
+        fs::rename(&self.tmp_path, &self.path).map_err(io_error(&self.path))?;
         self.finished = true;
         sync_parent_dir(&self.path)?;
         Ok(std::mem::take(&mut self.props))
@@ -260,7 +256,7 @@ impl Drop for TableBuilder {
     fn drop(&mut self) {
         if !self.finished {
             // Best effort: a leftover `.tmp` is harmless and replaced next time.
-            let _ = std::fs::remove_file(&self.tmp_path);
+            let _ = fs::remove(&self.tmp_path);
         }
     }
 }
@@ -289,7 +285,7 @@ fn sync_parent_dir(path: &Path) -> Result<()> {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io_error(dir))
+    fs::sync_dir(dir).map_err(io_error(dir))
 }
 
 #[cfg(test)]

@@ -16,8 +16,6 @@
 //! byte ranges read, trailers included: the unit an operating system reads
 //! from disk and caches. A 4 KiB block that starts mid-page spans two.
 
-use std::collections::BTreeSet;
-
 /// The unit of "pages touched": the usual size of an operating-system page.
 pub const PAGE_SIZE: u64 = 4096;
 
@@ -35,7 +33,45 @@ pub struct ReadCost {
     /// Consultations that answered "certainly absent".
     pub filter_negatives: u64,
     /// Distinct page numbers (`offset / PAGE_SIZE`) of every byte read.
-    pages: BTreeSet<u64>,
+    pages: PageSet,
+}
+
+/// A set of page numbers kept as sorted, disjoint, non-adjacent inclusive
+/// ranges. A point read is one range and a forward scan keeps extending its
+/// last one, so the set stays a few numbers however many blocks are read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct PageSet {
+    ranges: Vec<(u64, u64)>,
+}
+
+impl PageSet {
+    fn len(&self) -> u64 {
+        self.ranges.iter().map(|&(a, b)| b - a + 1).sum()
+    }
+
+    fn insert(&mut self, first: u64, last: u64) {
+        // Fast path: a forward walk extends (or repeats) the last range.
+        if let Some(end) = self.ranges.last_mut() {
+            if first >= end.0 && first <= end.1.saturating_add(1) {
+                end.1 = end.1.max(last);
+                return;
+            }
+        }
+        // General case: insert, then merge every range the new one touches.
+        let at = self.ranges.partition_point(|&(_, b)| b.saturating_add(1) < first);
+        let mut lo = first;
+        let mut hi = last;
+        let mut end = at;
+        while let Some(&(a, b)) = self.ranges.get(end) {
+            if a > hi.saturating_add(1) {
+                break;
+            }
+            lo = lo.min(a);
+            hi = hi.max(b);
+            end += 1;
+        }
+        self.ranges.splice(at..end, [(lo, hi)]);
+    }
 }
 
 impl ReadCost {
@@ -46,7 +82,7 @@ impl ReadCost {
 
     /// Number of distinct pages of the file read so far.
     pub fn pages_touched(&self) -> u64 {
-        self.pages.len() as u64
+        self.pages.len()
     }
 
     /// Adds `other` to this cost. Both must be costs of the same file: pages
@@ -58,7 +94,9 @@ impl ReadCost {
         self.index_lookups += other.index_lookups;
         self.filter_checks += other.filter_checks;
         self.filter_negatives += other.filter_negatives;
-        self.pages.extend(other.pages.iter().copied());
+        for &(first, last) in &other.pages.ranges {
+            self.pages.insert(first, last);
+        }
     }
 
     /// Records a data block of `len` bytes (trailer included) read at `offset`.
@@ -75,7 +113,7 @@ impl ReadCost {
         }
         let first = offset / PAGE_SIZE;
         let last = offset.saturating_add(len - 1) / PAGE_SIZE;
-        self.pages.extend(first..=last);
+        self.pages.insert(first, last);
     }
 }
 
@@ -107,6 +145,35 @@ mod tests {
         assert_eq!(cost.data_blocks, 3);
         assert_eq!(cost.data_bytes, 300);
         assert_eq!(cost.pages_touched(), 1);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn page_set_counts_like_a_set_of_page_numbers(
+            reads in proptest::collection::vec((0u64..64, 0u64..4), 0..40)
+        ) {
+            let mut cost = ReadCost::new();
+            let mut model = std::collections::BTreeSet::new();
+            for (first, extra) in reads {
+                cost.pages.insert(first, first + extra);
+                model.extend(first..=first + extra);
+            }
+            proptest::prop_assert_eq!(cost.pages_touched(), model.len() as u64);
+            for pair in cost.pages.ranges.windows(2) {
+                proptest::prop_assert!(pair[0].1 + 1 < pair[1].0, "ranges sorted, disjoint, not adjacent");
+            }
+        }
+    }
+
+    #[test]
+    fn pages_read_out_of_order_are_counted_once_each() {
+        let mut cost = ReadCost::new();
+        for page in [9u64, 2, 5, 3, 4, 9, 0, 20, 1] {
+            cost.record_range(page * PAGE_SIZE + 10, 1);
+        }
+        // Distinct pages: 0, 1, 2, 3, 4, 5, 9, 20.
+        assert_eq!(cost.pages_touched(), 8);
+        assert_eq!(cost.pages.ranges, vec![(0, 5), (9, 9), (20, 20)]);
     }
 
     #[test]

@@ -23,6 +23,9 @@
 //!   per-operation [`ReadCost`]: blocks, bytes and distinct pages touched.
 //! - Damage is reported as [`Error::Corruption`] with the file and offset;
 //!   nothing panics on bad bytes.
+//! - Every file-system call that matters for durability (create, fsync,
+//!   rename, remove) goes through [`fs`], which the engine uses too; with the
+//!   `fault-injection` feature, tests can simulate a power loss there.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -57,6 +60,7 @@ mod coding;
 mod cost;
 mod error;
 mod format;
+pub mod fs;
 mod properties;
 mod table;
 
