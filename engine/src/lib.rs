@@ -48,7 +48,8 @@ pub use batch::WriteBatch;
 pub use compaction::choose as choose_compaction;
 pub use error::{Error, Result};
 pub use options::{
-    validate_family_name, FamilyOptions, StoreOptions, SyncPolicy, MAX_COLUMN_BYTES, MAX_ROW_BYTES, MAX_VALUE_BYTES,
+    validate_family_name, FamilyOptions, StoreOptions, SyncPolicy, LOG_BUFFER_BYTES, MAX_COLUMN_BYTES, MAX_ROW_BYTES,
+    MAX_VALUE_BYTES,
 };
 pub use read::{Cell, ColumnRange, Row, RowRange, Scan, Snapshot};
 pub use stats::{FamilyStats, Stats, TableInfo};

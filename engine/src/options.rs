@@ -33,6 +33,25 @@ pub enum SyncPolicy {
     Never,
     /// `fdatasync` when a write comes and the last sync is older than this.
     Interval(Duration),
+    /// Writes collect in a buffer of [`LOG_BUFFER_BYTES`] in the process and go
+    /// to the OS when it fills, when a log segment closes, and when the store
+    /// closes: no system call per write, but a crash of the process can lose
+    /// the last buffer of acknowledged writes (a prefix still survives). This
+    /// is fjall's default journal behaviour; `Never` is RocksDB's and LevelDB's.
+    Buffered,
+}
+
+/// Size of the in-process log buffer of [`SyncPolicy::Buffered`].
+pub const LOG_BUFFER_BYTES: usize = 64 << 10;
+
+impl SyncPolicy {
+    /// How many bytes the log may hold in the process before writing them.
+    pub(crate) fn log_buffer(self) -> usize {
+        match self {
+            SyncPolicy::Buffered => LOG_BUFFER_BYTES,
+            _ => 0,
+        }
+    }
 }
 
 /// Options of a whole store.

@@ -248,7 +248,7 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
 
     // A fresh log segment; flush what was replayed; record it all at once.
     let log_number = next_file.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let log = LogWriter::create(&log_path(dir, log_number), log_number)?;
+    let log = LogWriter::create(&log_path(dir, log_number), log_number)?.buffered(options.sync.log_buffer());
     for (id, memtable) in &replayed {
         let Some(fam) = families.get_mut(id) else { continue };
         let run = next_file.fetch_add(1, std::sync::atomic::Ordering::SeqCst);

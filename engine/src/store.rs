@@ -447,9 +447,9 @@ impl Drop for Store {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        // The log was handed to the OS after every write; sync it once more so a
-        // clean close survives power loss too, whatever the policy. An error here
-        // has no caller to go to; the next open replays what reached the disk.
+        // Hand any buffered records to the OS and sync, so a clean close
+        // survives power loss too, whatever the policy. An error here has no
+        // caller to go to; the next open replays what reached the disk.
         let _ = self.inner.writer.lock().log.sync();
     }
 }
@@ -623,7 +623,7 @@ impl Inner {
         };
         let must_sync = match self.options.sync {
             SyncPolicy::Always => true,
-            SyncPolicy::Never => false,
+            SyncPolicy::Never | SyncPolicy::Buffered => false,
             SyncPolicy::Interval(every) => w.last_sync.elapsed() >= every,
         };
         if must_sync {
@@ -684,7 +684,7 @@ impl Inner {
     fn rotate(&self, w: &mut Writer, families: &[u32]) -> Result<()> {
         let number = self.next_file.fetch_add(1, Ordering::SeqCst);
         let new_log = match LogWriter::create(&log_path(&self.dir, number), number) {
-            Ok(log) => log,
+            Ok(log) => log.buffered(self.options.sync.log_buffer()),
             Err(e) => {
                 self.stop(&e);
                 return Err(e);

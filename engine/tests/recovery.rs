@@ -558,3 +558,23 @@ fn an_idle_family_does_not_pin_the_log() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn buffered_log_keeps_every_write_across_a_clean_close() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let options = || StoreOptions::default().sync(SyncPolicy::Buffered).family("a");
+    {
+        let store = Store::open(dir.path(), options())?;
+        for i in 0..1000u32 {
+            store.put("a", format!("r{i:04}"), "c", i.to_le_bytes())?;
+        }
+    }
+    let store = Store::open(dir.path(), options())?;
+    let rows = store.scan("a", &RowRange::all())?.collect::<Result<Vec<_>, _>>()?;
+    assert_eq!(rows.len(), 1000);
+    assert_eq!(
+        store.get("a", "r0999", "c")?.map(|c| c.value.to_vec()),
+        Some(999u32.to_le_bytes().to_vec())
+    );
+    Ok(())
+}
