@@ -1,20 +1,41 @@
 //! RocksDB through its own `db_bench`, run as a subprocess when `$DB_BENCH` or
 //! `/usr/bin/db_bench` exists (the `rocksdb` feature would link the library
 //! instead, but it builds RocksDB from source). Debian's `rocksdb-tools` 7.8.3
-//! is built with assertions on and is about 1.3x slower than a release build,
-//! so its column says so.
+//! is built with assertions on (it prints "WARNING: Assertions are enabled")
+//! and is about 1.3x slower than a release build, so its column says so.
 //!
 //! Options as db_bench's defaults plus the benchmark's: leveled compaction,
 //! 4 KiB blocks, bloom 10 bits per key, 64 MiB write buffer, no compression,
-//! WAL on, no sync. Each workload is one invocation on the same database
-//! folder (`--use_existing_db=1` after the fills), so its own timer excludes
-//! opening and closing.
+//! WAL on, no sync (and db_bench's default 8 MiB block cache). Each workload
+//! is one invocation on the same database folder (`--use_existing_db=1` after
+//! the fills), so db_bench's own timer excludes opening and closing; what an
+//! invocation does after its timed benchmark (`flush`, `compact`,
+//! `waitforcompaction`) is timed apart and not reported as the workload.
+//!
+//! The sequence mirrors the in-process harness
+//! ([`super::workloads::run_all`]):
+//!
+//! | invocation | timed | then |
+//! |---|---|---|
+//! | `fillseq,flush` (fresh folder) | fillseq | disk bytes |
+//! | `compact` | - | disk bytes; folder removed |
+//! | `fillrandom,flush` (fresh folder) | fillrandom | disk bytes, peak RSS of this process |
+//! | `compact,readseq` | - | disk bytes; readseq's count is the distinct keys |
+//! | `overwrite,flush,waitforcompaction` | overwrite | (waitforcompaction sleeps 5 s) |
+//! | `readrandom` (`--reads=N/5`) | readrandom | |
+//! | `readseq` (`--reads=N`) | readseq | |
+//! | `seekrandom` (`--reads=N/10 --seek_nexts=10`) | seekrandom | |
+//!
+//! Disk bytes count every file of the database folder except RocksDB's text
+//! info logs (`LOG`, `LOG.old.*`), which grow with every invocation. Write
+//! amplification is not reported: db_bench's compaction statistics cover one
+//! process, and every workload here is a process of its own.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::workloads::{disk_bytes, rss_field, Measured, RunReport, SEEK_ENTRIES};
+use super::workloads::{rss_field, Measured, RunReport, SEEK_ENTRIES};
 use crate::error::{Error, Result};
 
 /// Where a db_bench binary is, if any: `$DB_BENCH`, else `/usr/bin/db_bench`.
@@ -30,24 +51,102 @@ pub fn find() -> Option<PathBuf> {
 /// The column label: says which build it is.
 pub fn label(path: &Path) -> String {
     if path == Path::new("/usr/bin/db_bench") {
-        "db_bench (Debian 7.8.3, asserts on)".to_string()
+        "db_bench (Debian rocksdb-tools 7.8.3, assertions on: ~1.3x slower than a release build)".to_string()
     } else {
         format!("db_bench ({})", path.display())
     }
 }
 
+/// One benchmark's result line, as db_bench prints it:
+/// `readrandom   :       1.769 micros/op 565210 ops/sec 0.354 seconds 200000 operations;   62.5 MB/s (126342 of 200000 found)`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Line {
+    /// The `ops/sec` figure.
+    pub ops_per_sec: f64,
+    /// The `operations` count, when printed.
+    pub operations: Option<u64>,
+    /// `X` of `(X of Y found)`, when printed (point reads and seeks).
+    pub found: Option<u64>,
+}
+
+/// Finds the result line of `benchmark` in db_bench's standard output.
+pub fn parse_line(stdout: &str, benchmark: &str) -> Option<Line> {
+    let line = stdout.lines().find(|l| {
+        let mut parts = l.splitn(2, ':');
+        parts.next().map(str::trim) == Some(benchmark) && parts.next().is_some_and(|rest| rest.contains("ops/sec"))
+    })?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let before = |unit: &str| -> Option<&str> {
+        let at = words.iter().position(|w| w.trim_end_matches(';') == unit)?;
+        words.get(at.checked_sub(1)?).copied()
+    };
+    let ops_per_sec: f64 = before("ops/sec")?.parse().ok()?;
+    let operations = before("operations").and_then(|w| w.parse().ok());
+    let found = line.rfind('(').and_then(|at| {
+        let inner = line.get(at + 1..)?;
+        let mut w = inner.split_whitespace();
+        let found: u64 = w.next()?.parse().ok()?;
+        (w.next() == Some("of")).then_some(found)
+    });
+    Some(Line {
+        ops_per_sec,
+        operations,
+        found,
+    })
+}
+
+/// Bytes of the database's files under `dir`, without RocksDB's text info
+/// logs (`LOG`, `LOG.old.*`): they are diagnostics, and every invocation adds one.
+pub fn db_disk_bytes(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let meta = entry.metadata().map_err(|e| Error::io(entry.path(), e))?;
+        if meta.is_dir() {
+            total += db_disk_bytes(&entry.path())?;
+        } else if !entry.file_name().to_string_lossy().starts_with("LOG") {
+            total += meta.len();
+        }
+    }
+    Ok(total)
+}
+
+/// What one db_bench process printed and used.
+#[derive(Debug)]
 struct Invocation {
-    ops_per_sec: Option<f64>,
+    stdout: String,
     peak_rss_kib: Option<u64>,
 }
 
-fn invoke(bin: &Path, db: &Path, num: u64, benchmark: &str, fresh: bool, reads: u64) -> Result<Invocation> {
+impl Invocation {
+    fn line(&self, benchmark: &str) -> Result<Line> {
+        parse_line(&self.stdout, benchmark).ok_or_else(|| {
+            Error::Peer(format!(
+                "db_bench printed no result line for {benchmark}; its output ended with:\n{}",
+                tail(&self.stdout)
+            ))
+        })
+    }
+}
+
+fn tail(text: &str) -> &str {
+    let from = text.len().saturating_sub(1500);
+    let from = (from..text.len())
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(text.len());
+    text.get(from..).unwrap_or_default()
+}
+
+/// The command line of one invocation: the issue's options, nothing else changed.
+fn command(bin: &Path, db: &Path, num: u64, benchmarks: &str, fresh: bool, reads: u64, seed: u64) -> Command {
     let mut cmd = Command::new(bin);
-    cmd.arg(format!("--benchmarks={benchmark}"))
+    cmd.arg(format!("--benchmarks={benchmarks}"))
         .arg(format!("--db={}", db.display()))
         .arg(format!("--num={num}"))
         .arg(format!("--reads={reads}"))
         .arg(format!("--use_existing_db={}", u8::from(!fresh)))
+        .arg(format!("--seed={seed}"))
         .arg("--key_size=16")
         .arg("--value_size=100")
         .arg("--compression_type=none")
@@ -57,89 +156,203 @@ fn invoke(bin: &Path, db: &Path, num: u64, benchmark: &str, fresh: bool, reads: 
         .arg("--sync=0")
         .arg("--disable_wal=0")
         .arg("--threads=1")
-        .arg(format!("--seek_nexts={}", SEEK_ENTRIES - 1))
+        .arg(format!("--seek_nexts={}", SEEK_ENTRIES - 1));
+    cmd
+}
+
+/// Runs one db_bench process to its end, sampling its peak RSS (VmHWM) as it goes.
+fn invoke(bin: &Path, db: &Path, num: u64, benchmarks: &str, fresh: bool, reads: u64, seed: u64) -> Result<Invocation> {
+    let child = command(bin, db, num, benchmarks, fresh, reads, seed)
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let child = cmd.spawn().map_err(|e| Error::io(bin, e))?;
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::io(bin, e))?;
     let status_path = format!("/proc/{}/status", child.id());
     let waiter = std::thread::spawn(move || child.wait_with_output());
-    let mut peak = None;
+    let mut peak: Option<u64> = None;
+    // VmHWM only grows, so any sample after the peak sees it; the process is
+    // gone (or a zombie without the field) once the waiter is done.
     while !waiter.is_finished() {
         if let Some(kib) = rss_field(&status_path, "VmHWM:") {
-            peak = Some(peak.map_or(kib, |p: u64| p.max(kib)));
+            peak = Some(peak.map_or(kib, |p| p.max(kib)));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(10));
     }
     let output = waiter
         .join()
         .map_err(|_| Error::Peer("db_bench waiter panicked".into()))?
         .map_err(|e| Error::io(bin, e))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     if !output.status.success() {
-        return Err(Error::Peer(format!("db_bench {benchmark} failed: {}", output.status)));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(Error::Peer(format!(
+            "db_bench --benchmarks={benchmarks} failed: {}\nstdout ends:\n{}\nstderr ends:\n{}",
+            output.status,
+            tail(&stdout),
+            tail(&stderr)
+        )));
     }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let ops_per_sec = stdout
-        .lines()
-        .find(|l| l.trim_start().starts_with(benchmark) && l.contains("ops/sec"))
-        .and_then(|l| {
-            let words: Vec<&str> = l.split_whitespace().collect();
-            let at = words.iter().position(|w| w.starts_with("ops/sec"))?;
-            words.get(at.checked_sub(1)?)?.parse().ok()
-        });
     Ok(Invocation {
-        ops_per_sec,
+        stdout,
         peak_rss_kib: peak,
     })
 }
 
-fn measured(workload: &str, ops: u64, inv: &Invocation) -> Measured {
-    let rate = inv.ops_per_sec.unwrap_or(0.0);
+fn measured(workload: &str, expected_ops: u64, line: &Line) -> Measured {
+    let ops = line.operations.unwrap_or(expected_ops);
     Measured {
         workload: workload.to_string(),
         ops,
-        seconds: if rate > 0.0 { ops as f64 / rate } else { 0.0 },
-        found: 0,
+        seconds: if line.ops_per_sec > 0.0 {
+            ops as f64 / line.ops_per_sec
+        } else {
+            0.0
+        },
+        found: line.found.unwrap_or(0),
     }
 }
 
-/// One run of every workload through db_bench, in folders under `dir`.
-pub fn run_all(bin: &Path, dir: &Path, num: u64) -> Result<RunReport> {
+/// One run of every workload through db_bench, in fresh folders under `dir`;
+/// `seed` makes the run's keys repeatable (each invocation gets its own seed,
+/// so reads do not replay the fill's key sequence).
+pub fn run_all(bin: &Path, dir: &Path, num: u64, seed: u64) -> Result<RunReport> {
     let mut report = RunReport::default();
     let mut peak = 0u64;
     let mut track = |inv: &Invocation| peak = peak.max(inv.peak_rss_kib.unwrap_or(0));
+    let base = seed.wrapping_mul(1000);
 
+    // fillseq: fill and flush, measure; compact, measure; remove.
     let seq = dir.join("fillseq");
-    let inv = invoke(bin, &seq, num, "fillseq", true, num)?;
+    let inv = invoke(bin, &seq, num, "fillseq,flush", true, num, base + 1)?;
     track(&inv);
-    report.workloads.push(measured("fillseq", num, &inv));
-    let fill = disk_bytes(&seq)?;
-    track(&invoke(bin, &seq, num, "compact", false, num)?);
-    report.fillseq_disk = (fill, disk_bytes(&seq)?);
+    report.workloads.push(measured("fillseq", num, &inv.line("fillseq")?));
+    let fill = db_disk_bytes(&seq)?;
+    track(&invoke(bin, &seq, num, "compact", false, num, base + 2)?);
+    report.fillseq_disk = (fill, db_disk_bytes(&seq)?);
     report.live_entries.0 = num;
     std::fs::remove_dir_all(&seq).map_err(|e| Error::io(&seq, e))?;
 
+    // fillrandom: fill and flush, measure; compact, count the distinct keys, measure.
     let db = dir.join("fillrandom");
-    let inv = invoke(bin, &db, num, "fillrandom", true, num)?;
+    let inv = invoke(bin, &db, num, "fillrandom,flush", true, num, base + 3)?;
     report.fillrandom_rss_kib = inv.peak_rss_kib;
     track(&inv);
-    report.workloads.push(measured("fillrandom", num, &inv));
-    let fill = disk_bytes(&db)?;
-    track(&invoke(bin, &db, num, "compact", false, num)?);
-    report.fillrandom_disk = (fill, disk_bytes(&db)?);
-    // db_bench does not say how many distinct keys it wrote; rand() % N leaves ~1 - 1/e.
-    report.live_entries.1 = (num as f64 * (1.0 - (-1.0f64).exp())) as u64;
+    report
+        .workloads
+        .push(measured("fillrandom", num, &inv.line("fillrandom")?));
+    let fill = db_disk_bytes(&db)?;
+    let inv = invoke(bin, &db, num, "compact,readseq", false, num, base + 4)?;
+    track(&inv);
+    report.fillrandom_disk = (fill, db_disk_bytes(&db)?);
+    report.live_entries.1 = inv.line("readseq")?.operations.unwrap_or(0);
 
-    for (workload, ops) in [
-        ("overwrite", num),
+    // overwrite, then flush and let compactions finish (untimed), as the
+    // in-process harness flushes and waits before its reads.
+    let inv = invoke(bin, &db, num, "overwrite,flush,waitforcompaction", false, num, base + 5)?;
+    track(&inv);
+    report
+        .workloads
+        .push(measured("overwrite", num, &inv.line("overwrite")?));
+
+    for (i, (workload, reads)) in [
         ("readrandom", (num / 5).max(1)),
         ("readseq", num),
         ("seekrandom", (num / 10).max(1)),
-    ] {
-        let inv = invoke(bin, &db, num, workload, false, ops)?;
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let inv = invoke(bin, &db, num, workload, false, reads, base + 6 + i as u64)?;
         track(&inv);
-        report.workloads.push(measured(workload, ops, &inv));
+        report.workloads.push(measured(workload, reads, &inv.line(workload)?));
     }
     std::fs::remove_dir_all(&db).map_err(|e| Error::io(&db, e))?;
-    report.peak_rss_kib = Some(peak);
+    report.peak_rss_kib = (peak > 0).then_some(peak);
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OUTPUT: &str = "\
+Keys:       16 bytes each (+ 0 bytes user-defined timestamp)
+Read rate: 0 ops/second
+WARNING: Assertions are enabled; benchmarks unnecessarily slow
+------------------------------------------------
+DB path: [/tmp/x]
+fillrandom   :       4.442 micros/op 225135 ops/sec 0.888 seconds 200000 operations;   24.9 MB/s
+flush memtable
+readrandom   :       3.120 micros/op 320512 ops/sec 0.124 seconds 40000 operations;   24.0 MB/s (25291 of 40000 found)
+compact      :   43363.000 micros/op 23 ops/sec 0.043 seconds 1 operations;
+";
+
+    #[test]
+    fn parses_the_result_lines() {
+        assert_eq!(
+            parse_line(OUTPUT, "fillrandom"),
+            Some(Line {
+                ops_per_sec: 225135.0,
+                operations: Some(200000),
+                found: None
+            })
+        );
+        assert_eq!(
+            parse_line(OUTPUT, "readrandom"),
+            Some(Line {
+                ops_per_sec: 320512.0,
+                operations: Some(40000),
+                found: Some(25291)
+            })
+        );
+        assert_eq!(parse_line(OUTPUT, "compact").map(|l| l.operations), Some(Some(1)));
+        // "Read rate: 0 ops/second" is no result line, nor is a missing benchmark.
+        assert_eq!(parse_line(OUTPUT, "Read rate"), None);
+        assert_eq!(parse_line(OUTPUT, "seekrandom"), None);
+    }
+
+    #[test]
+    fn measured_takes_db_bench_operation_count() {
+        let line = Line {
+            ops_per_sec: 1000.0,
+            operations: Some(500),
+            found: Some(7),
+        };
+        let m = measured("readseq", 900, &line);
+        assert_eq!((m.ops, m.found), (500, 7));
+        assert!((m.ops_per_sec() - 1000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_command_carries_the_benchmark_options() {
+        let cmd = command(
+            Path::new("/bin/db_bench"),
+            Path::new("/d"),
+            100,
+            "seekrandom",
+            false,
+            10,
+            3,
+        );
+        let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        for want in [
+            "--benchmarks=seekrandom",
+            "--db=/d",
+            "--num=100",
+            "--reads=10",
+            "--use_existing_db=1",
+            "--key_size=16",
+            "--value_size=100",
+            "--compression_type=none",
+            "--bloom_bits=10",
+            "--block_size=4096",
+            "--write_buffer_size=67108864",
+            "--sync=0",
+            "--disable_wal=0",
+            "--seek_nexts=10",
+        ] {
+            assert!(args.iter().any(|a| a == want), "{want} missing from {args:?}");
+        }
+    }
 }

@@ -149,7 +149,7 @@ pub fn run(config: &Config, log: &mut dyn FnMut(&str)) -> Result<Runs> {
             std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
             let report = if engine == "db_bench" {
                 let bin = db_bench::find().ok_or_else(|| Error::Peer("db_bench is not installed".into()))?;
-                db_bench::run_all(&bin, &dir, config.num)?
+                db_bench::run_all(&bin, &dir, config.num, run as u64 + 1)?
             } else {
                 let output = Command::new(&config.exe)
                     .arg("--child")

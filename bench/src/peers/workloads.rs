@@ -155,14 +155,30 @@ impl Values {
 }
 
 /// Bytes of every file under `dir`.
+///
+/// An engine may still be removing files (fjall drops old journals in the
+/// background): a file or folder that vanishes between listing and reading
+/// counts as gone, not as an error.
 pub fn disk_bytes(dir: &Path) -> Result<u64> {
+    dir_bytes(dir, false)
+}
+
+fn dir_bytes(dir: &Path, nested: bool) -> Result<u64> {
     let mut total = 0;
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if nested && e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let meta = entry.metadata().map_err(|e| Error::io(entry.path(), e))?;
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(entry.path(), e)),
+        };
         if meta.is_dir() {
-            total += disk_bytes(&entry.path())?;
+            total += dir_bytes(&entry.path(), true)?;
         } else {
             total += meta.len();
         }
