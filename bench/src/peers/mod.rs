@@ -17,19 +17,21 @@ use std::process::{Command, Stdio};
 
 use crate::error::{Error, Result};
 use crate::progress::Progress;
+use cellar_engine::SyncPolicy;
 use workloads::{Adapter, Measured, RunReport, WORKLOADS};
 
 /// Bytes of one db_bench entry: 16-byte key + 100-byte value.
 pub const ENTRY_BYTES: u64 = (workloads::KEY_BYTES + workloads::VALUE_BYTES) as u64;
 
 /// The engines run in process (by a child of this binary).
-pub const IN_PROCESS: [&str; 3] = ["cellar", "cellar-wide", "fjall"];
+pub const IN_PROCESS: [&str; 4] = ["cellar", "cellar-buffered", "cellar-wide", "fjall"];
 
 /// Opens an in-process engine by name.
 pub fn open(engine: &str, dir: &Path) -> Result<Box<dyn Adapter>> {
     match engine {
-        "cellar" => Ok(Box::new(cellar::Cellar::open(dir, false)?)),
-        "cellar-wide" => Ok(Box::new(cellar::Cellar::open(dir, true)?)),
+        "cellar" => Ok(Box::new(cellar::Cellar::open(dir, false, SyncPolicy::Never)?)),
+        "cellar-buffered" => Ok(Box::new(cellar::Cellar::open(dir, false, SyncPolicy::Buffered)?)),
+        "cellar-wide" => Ok(Box::new(cellar::Cellar::open(dir, true, SyncPolicy::Never)?)),
         "fjall" => Ok(Box::new(fjall::Fjall::open(dir)?)),
         other => Err(Error::Peer(format!("unknown engine `{other}`"))),
     }
@@ -122,7 +124,9 @@ pub struct Config {
     pub exe: PathBuf,
 }
 
-/// The engines present on this machine: cellar, cellar-wide, fjall, and db_bench if found.
+/// The engines present on this machine: cellar (log handed to the OS per write,
+/// as RocksDB does), cellar-buffered (log buffered in the process, as fjall's
+/// journal is), cellar-wide, fjall, and db_bench if found.
 pub fn default_engines() -> Vec<String> {
     let mut engines: Vec<String> = IN_PROCESS.iter().map(|s| s.to_string()).collect();
     if db_bench::find().is_some() {
@@ -259,8 +263,18 @@ pub fn render(config: &Config, runs: &Runs) -> String {
     for e in &engines {
         let _ = write!(header, " {:>14}", label(e).split(' ').next().unwrap_or_default());
     }
+    // Each peer is compared with the cellar run of the same durability: RocksDB
+    // hands every write to the OS (cellar's `Never`), fjall buffers its journal
+    // in the process (cellar's `Buffered`).
+    let counterpart = |peer: &str| -> &'static str {
+        if peer == "fjall" && runs.contains_key("cellar-buffered") {
+            "cellar-buffered"
+        } else {
+            "cellar"
+        }
+    };
     for p in &peers {
-        let _ = write!(header, " {:>14}", format!("cellar/{p}"));
+        let _ = write!(header, " {:>22}", format!("{}/{p}", counterpart(p)));
     }
     let _ = writeln!(out, "{header}");
     for w in WORKLOADS {
@@ -268,15 +282,15 @@ pub fn render(config: &Config, runs: &Runs) -> String {
         for e in &engines {
             let _ = write!(line, " {:>14}", human(median_ops(reports(e), w)));
         }
-        let cellar = median_ops(reports("cellar"), w);
         for p in &peers {
+            let cellar = median_ops(reports(counterpart(p)), w);
             let peer = median_ops(reports(p), w);
             let ratio = if peer > 0.0 {
                 format!("{:.2}x", cellar / peer)
             } else {
                 "-".into()
             };
-            let _ = write!(line, " {ratio:>14}");
+            let _ = write!(line, " {ratio:>22}");
         }
         let _ = writeln!(out, "{line}");
     }
