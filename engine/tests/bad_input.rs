@@ -157,20 +157,57 @@ fn a_read_only_store_folder_refuses_to_open_and_loses_nothing() -> TestResult {
     }
     let set_mode = |mode: u32| std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode));
     set_mode(0o555)?;
-    // Root (as in CI containers) ignores the mode bits: detect it and skip.
+    // Root (as in CI containers) ignores the mode bits. Then the folder is made
+    // immutable instead (`chattr +i`), which binds root too; without chattr
+    // (or on a file system without the flag) the test is skipped.
     let probe = dir.path().join("probe");
+    let mut _immutable = None;
     if std::fs::write(&probe, "x").is_ok() {
         let _ = std::fs::remove_file(&probe);
         set_mode(0o755)?;
-        println!("skipped: this process can write a 0o555 folder (running as root?)");
-        return Ok(());
+        match Immutable::set(dir.path()) {
+            Some(guard) => _immutable = Some(guard),
+            None => {
+                println!("skipped: this process can write a 0o555 folder and chattr +i is unavailable");
+                return Ok(());
+            }
+        }
     }
     let refused = Store::open(dir.path(), options());
+    drop(_immutable);
     set_mode(0o755)?;
     assert!(matches!(&refused, Err(Error::Io { .. })), "{:?}", refused.err());
     let store = Store::open(dir.path(), options())?;
     assert_rows(&store, 30);
     Ok(())
+}
+
+/// `chattr +i` on a folder for as long as the guard lives: no entry can be
+/// created, removed or renamed in it, even by root.
+struct Immutable(std::path::PathBuf);
+
+impl Immutable {
+    fn set(dir: &Path) -> Option<Immutable> {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        let guard = Immutable(dir.to_path_buf());
+        // The flag must really bind this process, or the test proves nothing.
+        let probe = dir.join("probe");
+        if !ok || std::fs::write(&probe, "x").is_ok() {
+            let _ = std::fs::remove_file(&probe);
+            return None; // the guard's drop clears the flag if it was set
+        }
+        Some(guard)
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
 }
 
 // ----------------------------------------------------------------- full disk
