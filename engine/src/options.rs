@@ -81,7 +81,7 @@ impl Default for StoreOptions {
             create_if_missing: true,
             sync: SyncPolicy::Never,
             max_log_bytes: 256 << 20,
-            max_immutable_memtables: 4,
+            max_immutable_memtables: 1,
             families: Vec::new(),
             salvage_log: false,
         }
