@@ -195,6 +195,14 @@ impl Reader {
     }
 }
 
+/// A cursor over a whole table file for a reader that walks it once in the
+/// background (a compaction, the statistics): its blocks are read with `pread`
+/// into buffers of its own, not through the file's map, so reading gigabytes
+/// does not make them resident pages of the process.
+pub(crate) fn whole_file_cursor(table: &TableFile) -> Result<Cursor> {
+    Reader::Table(table.table.iter_unmapped()?).into_cursor(&[], None)
+}
+
 impl Source<'_> {
     /// A cursor over `[start, end)`, positioned at its first entry.
     pub fn cursor(&self, start: &[u8], end: Option<Bytes>) -> Result<Cursor> {

@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use crate::error::Result;
 use crate::key;
 use crate::merge::MergeIterator;
-use crate::source::{sources, Source};
+use crate::source::{sources, whole_file_cursor, Source};
 use crate::store::{now_ms, Inner};
 use crate::version::{FamilyVersion, Version};
 use crate::visibility::Visibility;
@@ -196,12 +196,11 @@ fn family_stats(inner: &Inner, fam: &FamilyVersion) -> Result<FamilyStats> {
     let mut visibility = Visibility::new(sequence, fam.options.max_versions, expire_before);
     let mut cursors = Vec::new();
     for source in sources(fam) {
-        if let Source::Memtable { memtable, .. } = &source {
-            if memtable.is_empty() {
-                continue;
-            }
+        match source {
+            Source::Memtable { memtable, .. } if memtable.is_empty() => {}
+            Source::Memtable { .. } => cursors.push(source.cursor(&[], None)?),
+            Source::Table(table) => cursors.push(whole_file_cursor(table)?),
         }
-        cursors.push(source.cursor(&[], None)?);
     }
     let mut merge = MergeIterator::new(cursors);
     while merge.valid() {

@@ -31,7 +31,7 @@ use crate::merge::MergeIterator;
 use crate::options::{validate_family_name, FamilyOptions, StoreOptions, SyncPolicy};
 use crate::output::TableOutput;
 use crate::read::{Cell, ColumnRange, Row, RowRange, Scan, Snapshot};
-use crate::source::Source;
+use crate::source;
 use crate::trace::Trace;
 use crate::version::{FamilyCounters, FamilyVersion, TableFile, Version};
 
@@ -951,7 +951,7 @@ impl Inner {
         let expire_before = fam.options.expire_before(now_ms());
         let mut cursors = Vec::with_capacity(inputs.len());
         for t in &inputs {
-            cursors.push(Source::Table(t).cursor(&[], None)?);
+            cursors.push(source::whole_file_cursor(t)?);
         }
         let mut merge = MergeIterator::new(cursors);
         let mut compactor = Compactor::new(fam.options.max_versions, expire_before, bottommost);

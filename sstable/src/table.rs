@@ -14,6 +14,7 @@
 //! iterator that found it, and the file stays mapped until the last one goes.
 
 use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -172,7 +173,21 @@ impl Table {
             block_index: 0,
             block: None,
             cost: ReadCost::default(),
+            file: None,
         }
+    }
+
+    /// An iterator that reads its data blocks with plain `pread` calls into
+    /// buffers of its own instead of through the map. For a reader that walks
+    /// a whole file once, such as a compaction: the blocks it reads stay in the
+    /// operating system's page cache but never become resident pages of this
+    /// process, so merging large files does not grow the process's memory.
+    /// Blocks are counted and checksummed exactly as [`Table::iter`]'s are.
+    pub fn iter_unmapped(self: &Arc<Self>) -> Result<TableIter> {
+        let file = File::open(&*self.path).map_err(io_error(&self.path))?;
+        let mut iter = self.iter();
+        iter.file = Some(file);
+        Ok(iter)
     }
 
     /// Re-reads every block and the footer, checks every checksum, decodes
@@ -256,11 +271,17 @@ impl Table {
     /// through here. It records the byte range in `cost` (data blocks only:
     /// the others are in memory since [`open`](Self::open)), verifies the
     /// checksum and kind, and returns the decoded block.
-    fn read_block(&self, handle: BlockHandle, kind: BlockKind, cost: &mut ReadCost) -> Result<Block> {
+    fn read_block(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        cost: &mut ReadCost,
+        file: Option<&File>,
+    ) -> Result<Block> {
         if kind == BlockKind::Data {
             cost.record_data_block(handle.offset, handle.size_with_trailer());
         }
-        let contents = self.read_verified(handle, kind)?;
+        let contents = self.read_verified_from(handle, kind, file)?;
         Block::new(contents, Arc::clone(&self.path), handle.offset)
     }
 
@@ -268,6 +289,12 @@ impl Table {
     /// after checking that it lies inside the file, that its checksum matches
     /// and that its trailer names `kind`.
     fn read_verified(&self, handle: BlockHandle, kind: BlockKind) -> Result<Bytes> {
+        self.read_verified_from(handle, kind, None)
+    }
+
+    /// [`Table::read_verified`], reading through `file` (with `pread`) instead
+    /// of the map when one is given.
+    fn read_verified_from(&self, handle: BlockHandle, kind: BlockKind, file: Option<&File>) -> Result<Bytes> {
         let blocks_end = self.file_size() - FOOTER_LEN as u64;
         let Some(end) = handle.end().filter(|&end| end <= blocks_end) else {
             let what = format!(
@@ -277,12 +304,23 @@ impl Table {
             return Err(self.corruption(handle.offset, what));
         };
         // Both fit in the file, hence in usize.
-        let (start, contents_end) = (handle.offset as usize, (end as usize) - BLOCK_TRAILER_LEN);
-        let contents = self.bytes.slice(start..contents_end);
-        let trailer = self.bytes.get(contents_end..end as usize).unwrap_or_default();
+        let (start, end) = (handle.offset as usize, end as usize);
+        let raw = match file {
+            None => self.bytes.slice(start..end),
+            Some(file) => {
+                let mut buf = vec![0u8; end - start];
+                file.read_exact_at(&mut buf, handle.offset)
+                    .map_err(io_error(&self.path))?;
+                Bytes::from(buf)
+            }
+        };
+        let contents_len = raw.len() - BLOCK_TRAILER_LEN;
+        let contents = raw.slice(..contents_len);
+        let trailer_offset = handle.offset + contents_len as u64;
+        let trailer = raw.get(contents_len..).unwrap_or_default();
         let (stored_kind, stored_crc) = match (trailer.first(), get_fixed32(trailer, 1)) {
             (Some(&k), Some(crc)) => (k, crc),
-            _ => return Err(self.corruption(contents_end as u64, "missing block trailer".into())),
+            _ => return Err(self.corruption(trailer_offset, "missing block trailer".into())),
         };
         let computed = block_checksum(&contents, stored_kind);
         if computed != stored_crc {
@@ -292,7 +330,7 @@ impl Table {
         }
         if stored_kind != kind.as_u8() {
             let what = format!("expected a {kind} block, found kind byte {stored_kind}");
-            return Err(self.corruption(contents_end as u64, what));
+            return Err(self.corruption(trailer_offset, what));
         }
         Ok(contents)
     }
@@ -423,6 +461,8 @@ pub struct TableIter {
     block_index: usize,
     block: Option<BlockIter>,
     cost: ReadCost,
+    /// Read blocks from this file instead of the map (see [`Table::iter_unmapped`]).
+    file: Option<File>,
 }
 
 impl TableIter {
@@ -529,7 +569,9 @@ impl TableIter {
         let Some(entry) = self.table.index.get(position) else {
             return Ok(None);
         };
-        let block = self.table.read_block(entry.handle, BlockKind::Data, &mut self.cost)?;
+        let block = self
+            .table
+            .read_block(entry.handle, BlockKind::Data, &mut self.cost, self.file.as_ref())?;
         self.block_index = position;
         Ok(Some(self.block.insert(block.iter())))
     }
@@ -659,6 +701,24 @@ mod tests {
         assert_eq!(cost.data_bytes, 4009);
         assert_eq!(cost.pages_touched(), 1);
         assert_eq!((cost.filter_checks, cost.filter_negatives), (0, 0));
+        Ok(())
+    }
+
+    #[test]
+    fn an_unmapped_iterator_reads_and_counts_the_same_entries_and_blocks() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let (_, table) = paged_table(&dir)?;
+        let (mut mapped, mut unmapped) = (table.iter(), table.iter_unmapped()?);
+        mapped.seek_to_first()?;
+        unmapped.seek_to_first()?;
+        while mapped.valid() {
+            assert!(unmapped.valid());
+            assert_eq!((mapped.key(), mapped.value()), (unmapped.key(), unmapped.value()));
+            mapped.next()?;
+            unmapped.next()?;
+        }
+        assert!(!unmapped.valid());
+        assert_eq!(mapped.cost(), unmapped.cost());
         Ok(())
     }
 
