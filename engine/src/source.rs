@@ -114,7 +114,7 @@ impl Source<'_> {
     pub fn open(&self) -> Reader {
         match self {
             Source::Memtable { memtable, .. } => Reader::Mem((*memtable).clone()),
-            Source::Table(t) => Reader::Table(t.table.iter()),
+            Source::Table(t) => Reader::Table(Box::new(t.table.iter())),
         }
     }
 }
@@ -126,7 +126,8 @@ pub(crate) type Hit = ((u64, u64, Kind), Bytes);
 /// A source opened for one read.
 pub(crate) enum Reader {
     Mem(Arc<Memtable>),
-    Table(TableIter),
+    /// Boxed: a table iterator is large, a memtable handle one pointer.
+    Table(Box<TableIter>),
 }
 
 impl Reader {
@@ -200,7 +201,7 @@ impl Reader {
 /// into buffers of its own, not through the file's map, so reading gigabytes
 /// does not make them resident pages of the process.
 pub(crate) fn whole_file_cursor(table: &TableFile) -> Result<Cursor> {
-    Reader::Table(table.table.iter_unmapped()?).into_cursor(&[], None)
+    Reader::Table(Box::new(table.table.iter_unmapped()?)).into_cursor(&[], None)
 }
 
 impl Source<'_> {
@@ -219,7 +220,8 @@ struct MemCursor {
 
 enum CursorInner {
     Mem(MemCursor),
-    Table(TableIter),
+    /// Boxed: a table iterator is large, a memtable handle one pointer.
+    Table(Box<TableIter>),
 }
 
 /// A position in one source, bounded above by `end`.
