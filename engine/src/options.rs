@@ -65,7 +65,10 @@ pub struct StoreOptions {
     /// holding the oldest segment are flushed so the log can be trimmed
     /// (default 256 MiB): this is how an idle family is kept from pinning the log.
     pub max_log_bytes: u64,
-    /// Writers wait when a family has this many memtables waiting to be flushed (default 4).
+    /// Writers wait when a family has this many memtables waiting to be flushed
+    /// (default 2). This bounds memory at about (1 + this) × the memtable size;
+    /// with 1, a writer waits for every flush (measured on 1M sequential puts:
+    /// 12% slower than with 2, which costs 24 MiB more peak memory on 1M random ones).
     pub max_immutable_memtables: usize,
     /// Families declared at open: created if missing, options updated if present.
     pub families: Vec<(String, FamilyOptions)>,
@@ -81,7 +84,7 @@ impl Default for StoreOptions {
             create_if_missing: true,
             sync: SyncPolicy::Never,
             max_log_bytes: 256 << 20,
-            max_immutable_memtables: 1,
+            max_immutable_memtables: 2,
             families: Vec::new(),
             salvage_log: false,
         }
