@@ -14,74 +14,91 @@ use crossbeam_skiplist::SkipMap;
 
 use crate::key;
 
-/// A memtable key: the internal key, with its first 16 bytes also kept inline in
-/// the skip-list node as one big-endian integer (zero-padded).
+/// A memtable entry: its internal key and value in one buffer, with the key's
+/// first 16 bytes also kept inline in the skip-list node as one big-endian
+/// integer (zero-padded). The entry is the skip list's key; the list's value
+/// is empty.
 ///
-/// A skip-list insert compares the new key with a node at every level. With the
-/// key bytes behind a pointer, each comparison costs a second cache miss and a
-/// `memcmp` call; with the head inline, most comparisons are decided by one
-/// integer compare inside the node. The order is still plain byte order: zero
-/// is the smallest byte, so padding a short key with zeros never moves it past a
-/// key it is a prefix of, and equal heads fall back to comparing all the bytes.
+/// * One buffer: a put costs two allocations (the buffer and the node), not
+///   four (key, value, and the shared headers their handles need).
+/// * The inline head: a skip-list insert compares the new key with a node at
+///   every level. With the key bytes behind a pointer, each comparison costs a
+///   second cache miss and a `memcmp` call; with the head inline, most are
+///   decided by one integer compare inside the node. The order is still plain
+///   byte order: zero is the smallest byte, so padding a short key with zeros
+///   never moves it past a key it is a prefix of, and equal heads fall back to
+///   comparing the whole keys.
 #[derive(Clone, Debug)]
-pub(crate) struct MemKey {
+pub(crate) struct MemEntry {
     head: u128,
     bytes: Bytes,
+    key_len: usize,
 }
 
-impl MemKey {
-    fn new(bytes: Bytes) -> MemKey {
+impl MemEntry {
+    fn new(bytes: Bytes, key_len: usize) -> MemEntry {
+        let key_len = key_len.min(bytes.len());
         let mut head = [0u8; 16];
-        let n = bytes.len().min(16);
+        let n = key_len.min(16);
         if let (Some(dst), Some(src)) = (head.get_mut(..n), bytes.get(..n)) {
             dst.copy_from_slice(src);
         }
-        MemKey {
+        MemEntry {
             head: u128::from_be_bytes(head),
             bytes,
+            key_len,
         }
     }
+
+    /// The internal key.
+    pub fn key(&self) -> &[u8] {
+        self.bytes.get(..self.key_len).unwrap_or_default()
+    }
+
+    /// Key and value as handles on the shared buffer.
+    pub fn parts(&self) -> (Bytes, Bytes) {
+        (self.bytes.slice(..self.key_len), self.bytes.slice(self.key_len..))
+    }
 }
 
-impl PartialEq for MemKey {
+impl PartialEq for MemEntry {
     fn eq(&self, other: &Self) -> bool {
-        self.head == other.head && self.bytes == other.bytes
+        self.head == other.head && self.key() == other.key()
     }
 }
 
-impl Eq for MemKey {}
+impl Eq for MemEntry {}
 
-impl Ord for MemKey {
+impl Ord for MemEntry {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.head.cmp(&other.head).then_with(|| self.bytes.cmp(&other.bytes))
+        self.head.cmp(&other.head).then_with(|| self.key().cmp(other.key()))
     }
 }
 
-impl PartialOrd for MemKey {
+impl PartialOrd for MemEntry {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 
-/// Lookups by plain byte slices: valid because `MemKey`'s order is byte order.
-impl std::borrow::Borrow<[u8]> for MemKey {
+/// Lookups by plain byte slices: valid because `MemEntry`'s order is its key's byte order.
+impl std::borrow::Borrow<[u8]> for MemEntry {
     fn borrow(&self) -> &[u8] {
-        &self.bytes
+        self.key()
     }
 }
 
 /// Bytes an entry costs in memory beyond its key and value, so that the byte
-/// limit measures memory, not payload: the skip-list node (the inline key head
-/// and two `Bytes` handles, a refcount, on average 1.33 tower pointers: ~100
-/// bytes), the shared header the key and value slices point to (~32 bytes),
-/// and the allocator's rounding and bookkeeping on each of the three
-/// allocations. Measured: 1M entries of 36-byte keys and 100-byte values grew
-/// the process by 309 bytes each, 173 beyond key and value.
-const NODE_OVERHEAD: usize = 170;
+/// limit measures memory, not payload: the skip-list node (the inline key head,
+/// the buffer handle, the key length, a refcount and on average 1.33 tower
+/// pointers), and the allocator's rounding and bookkeeping on the node and the
+/// buffer. Measured: 1M entries of 36-byte keys and 100-byte values grew the
+/// process by 261 bytes each, 125 beyond key and value.
+const NODE_OVERHEAD: usize = 125;
 
 /// A sorted in-memory table of entries `(internal key -> value)`.
 pub(crate) struct Memtable {
-    map: SkipMap<MemKey, Bytes>,
+    map: SkipMap<MemEntry, ()>,
     bytes: AtomicUsize,
     entries: AtomicUsize,
     tombstones: AtomicUsize,
@@ -107,18 +124,34 @@ impl Memtable {
 
     /// Inserts one entry. Keys are unique because every write has its own sequence number.
     /// Only the store's single writer calls this.
-    pub fn insert(&self, key: Bytes, value: Bytes, timestamp: u64, sequence: u64, tombstone: bool, log: u64) {
+    pub fn insert(&self, key: &[u8], value: &[u8], timestamp: u64, sequence: u64, tombstone: bool, log: u64) {
+        let mut entry = Vec::with_capacity(key.len() + value.len());
+        entry.extend_from_slice(key);
+        entry.extend_from_slice(value);
+        self.insert_entry(entry, key.len(), timestamp, sequence, tombstone, log);
+    }
+
+    /// Inserts an entry already laid out as `key ++ value` in one buffer (the
+    /// write path encodes the key straight into it).
+    pub fn insert_entry(
+        &self,
+        entry: Vec<u8>,
+        key_len: usize,
+        timestamp: u64,
+        sequence: u64,
+        tombstone: bool,
+        log: u64,
+    ) {
         if self.first_log.load(Ordering::Relaxed) == 0 {
             self.first_log.store(log, Ordering::Relaxed);
         }
-        self.bytes
-            .fetch_add(key.len() + value.len() + NODE_OVERHEAD, Ordering::Relaxed);
+        self.bytes.fetch_add(entry.len() + NODE_OVERHEAD, Ordering::Relaxed);
         self.max_ts.fetch_max(timestamp, Ordering::Relaxed);
         self.max_seq.fetch_max(sequence, Ordering::Relaxed);
         if tombstone {
             self.tombstones.fetch_add(1, Ordering::Relaxed);
         }
-        self.map.insert(MemKey::new(key), value);
+        self.map.insert(MemEntry::new(Bytes::from(entry), key_len), ());
         self.entries.fetch_add(1, Ordering::Release);
     }
 
@@ -166,13 +199,13 @@ impl Memtable {
         let mut examined = 0;
         let mut entry = self.map.lower_bound(Bound::Included(prefix));
         while let Some(e) = entry {
-            if !e.key().bytes.starts_with(prefix) {
+            if !e.key().key().starts_with(prefix) {
                 break;
             }
             examined += 1;
-            if let Some((_, seq, _)) = key::suffix(&e.key().bytes) {
+            if let Some((_, seq, _)) = key::suffix(e.key().key()) {
                 if seq <= snapshot {
-                    return (Some((e.key().bytes.clone(), e.value().clone())), examined);
+                    return (Some(e.key().parts()), examined);
                 }
             }
             entry = e.next();
@@ -194,14 +227,14 @@ impl Memtable {
             if out.len() >= max {
                 break;
             }
-            out.push((e.key().bytes.clone(), e.value().clone()));
+            out.push(e.key().parts());
             entry = e.next();
         }
     }
 
     /// Every entry in key order (used by flush).
     pub fn iter(&self) -> impl Iterator<Item = (Bytes, Bytes)> + '_ {
-        self.map.iter().map(|e| (e.key().bytes.clone(), e.value().clone()))
+        self.map.iter().map(|e| e.key().parts())
     }
 }
 
@@ -212,7 +245,7 @@ mod tests {
 
     fn put(m: &Memtable, row: &[u8], col: &[u8], ts: u64, seq: u64, value: &[u8]) {
         let k = key::encode(row, col, ts, seq, Kind::Put);
-        m.insert(Bytes::from(k), Bytes::copy_from_slice(value), ts, seq, false, 7);
+        m.insert(&k, value, ts, seq, false, 7);
     }
 
     #[test]
@@ -237,11 +270,11 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn memkey_order_is_byte_order(
+        fn entry_order_is_key_byte_order(
             a in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24),
             b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24),
         ) {
-            let (ka, kb) = (MemKey::new(Bytes::from(a.clone())), MemKey::new(Bytes::from(b.clone())));
+            let (ka, kb) = (MemEntry::new(Bytes::from(a.clone()), a.len()), MemEntry::new(Bytes::from(b.clone()), b.len()));
             proptest::prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
             proptest::prop_assert_eq!(ka == kb, a == b);
         }

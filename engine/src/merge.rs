@@ -115,7 +115,7 @@ mod tests {
         let m = Memtable::new();
         for &(row, seq) in keys {
             let k = key::encode(&[row], b"c", 1, seq, Kind::Put);
-            m.insert(Bytes::from(k), Bytes::from(vec![row]), 1, seq, false, 1);
+            m.insert(&k, &[row], 1, seq, false, 1);
         }
         Arc::new(m)
     }

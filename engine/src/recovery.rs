@@ -19,7 +19,6 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use cellar_sstable::{fs, Table};
 
 use crate::batch;
@@ -235,8 +234,8 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
                 }
                 let k = key::encode(&op.row, &op.column, op.timestamp, seq, op.kind);
                 replayed.entry(op.family).or_insert_with(Memtable::new).insert(
-                    Bytes::from(k),
-                    op.value,
+                    &k,
+                    &op.value,
                     op.timestamp,
                     seq,
                     op.kind.is_tombstone(),

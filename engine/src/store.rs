@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{self, OpRef, WriteBatch};
@@ -649,9 +648,8 @@ impl Inner {
             key::encode_into(&mut entry, op.row, op.column, ts, seq, op.kind);
             let key_len = entry.len();
             entry.extend_from_slice(op.value);
-            let entry = Bytes::from(entry);
-            let (k, value) = (entry.slice(..key_len), entry.slice(key_len..));
-            fam.active.insert(k, value, ts, seq, op.kind.is_tombstone(), log_number);
+            fam.active
+                .insert_entry(entry, key_len, ts, seq, op.kind.is_tombstone(), log_number);
             fam.counters.user_entries.fetch_add(1, Ordering::Relaxed);
             fam.counters.user_bytes.fetch_add(
                 (op.row.len() + op.column.len() + op.value.len()) as u64,
