@@ -217,42 +217,25 @@ const STEP: u64 = 10_000;
 
 /// Runs every workload on fresh stores under `dir`, `num` entries, keys drawn from `seed`.
 ///
-/// `fillseq` runs in a store of its own (then compacted, measured and removed).
-/// `fillrandom` runs in a second store, which is flushed and measured, compacted
+/// `fillrandom` runs first, in a store which is flushed and measured, compacted
 /// and measured (space amplification against the distinct keys it holds), and
-/// then carries `overwrite` and the reads, as db_bench chains them.
+/// then carries `overwrite` and the reads, as db_bench chains them. `fillseq`
+/// runs last, in a store of its own (then compacted, measured and removed).
 pub fn run_all(open: &Open<'_>, dir: &Path, num: u64, seed: u64, progress: &dyn Progress) -> Result<RunReport> {
     let mut report = RunReport::default();
     let mut rng = Rng::new(seed);
     let mut values = Values::new(&mut rng);
 
-    // fillseq
-    let seq_dir = dir.join("fillseq");
-    let mut db = open(&seq_dir)?;
+    // Each engine runs in a fresh process, and fillrandom comes first, so its
+    // peak memory is measured from a clean heap (db_bench runs every workload
+    // in a process of its own); fillseq runs last, on a store of its own.
+    let rand_dir: PathBuf = dir.join("fillrandom");
+    let mut db = open(&rand_dir)?;
     let per_key = db.entries_per_key().max(1) as u64;
     let keys = (num / per_key).max(1);
     let row_bytes = VALUE_BYTES * per_key as usize;
-    progress.start("fillseq", keys);
-    let start = Instant::now();
-    for i in 0..keys {
-        db.put(&key(i), values.next(row_bytes))?;
-        if i % STEP == STEP - 1 {
-            progress.advance(STEP);
-        }
-    }
-    report.workloads.push(timed("fillseq", keys * per_key, 0, start));
-    progress.finish();
-    db.flush()?;
-    let fill = disk_bytes(&seq_dir)?;
-    db.compact()?;
-    report.fillseq_disk = (fill, disk_bytes(&seq_dir)?);
-    report.live_entries.0 = keys * per_key;
-    drop(db);
-    std::fs::remove_dir_all(&seq_dir).map_err(|e| Error::io(&seq_dir, e))?;
 
     // fillrandom
-    let rand_dir: PathBuf = dir.join("fillrandom");
-    let mut db = open(&rand_dir)?;
     let mut present = vec![false; keys as usize];
     let rss_reset = reset_peak_rss();
     progress.start("fillrandom", keys);
@@ -330,7 +313,29 @@ pub fn run_all(open: &Open<'_>, dir: &Path, num: u64, seed: u64, progress: &dyn 
     progress.finish();
 
     drop(db);
-    report.peak_rss_kib = peak_rss_kib();
     std::fs::remove_dir_all(&rand_dir).map_err(|e| Error::io(&rand_dir, e))?;
+
+    // fillseq
+    let seq_dir = dir.join("fillseq");
+    let mut db = open(&seq_dir)?;
+    progress.start("fillseq", keys);
+    let start = Instant::now();
+    for i in 0..keys {
+        db.put(&key(i), values.next(row_bytes))?;
+        if i % STEP == STEP - 1 {
+            progress.advance(STEP);
+        }
+    }
+    report.workloads.push(timed("fillseq", keys * per_key, 0, start));
+    progress.finish();
+    db.flush()?;
+    let fill = disk_bytes(&seq_dir)?;
+    db.compact()?;
+    report.fillseq_disk = (fill, disk_bytes(&seq_dir)?);
+    report.live_entries.0 = keys * per_key;
+    drop(db);
+    std::fs::remove_dir_all(&seq_dir).map_err(|e| Error::io(&seq_dir, e))?;
+
+    report.peak_rss_kib = peak_rss_kib();
     Ok(report)
 }
