@@ -131,7 +131,7 @@ pub fn push_suffix(out: &mut Vec<u8>, timestamp: u64, sequence: u64, kind: Kind)
 
 /// Encodes a complete internal key.
 pub fn encode(row: &[u8], column: &[u8], timestamp: u64, sequence: u64, kind: Kind) -> Vec<u8> {
-    let mut out = Vec::with_capacity(encoded_len(row, column));
+    let mut out = Vec::with_capacity(encoded_len(row, column, kind));
     encode_into(&mut out, row, column, timestamp, sequence, kind);
     out
 }
@@ -149,9 +149,20 @@ pub fn encode_into(out: &mut Vec<u8>, row: &[u8], column: &[u8], timestamp: u64,
     push_suffix(out, timestamp, sequence, kind);
 }
 
-/// Length of an encoded key when neither part holds a zero byte (a lower bound otherwise).
-pub fn encoded_len(row: &[u8], column: &[u8]) -> usize {
-    row.len() + column.len() + 4 + SUFFIX_LEN
+/// Exact length of the encoded key of `(row, column)` for an entry of `kind`,
+/// so a buffer can be allocated once at its final size.
+pub fn encoded_len(row: &[u8], column: &[u8], kind: Kind) -> usize {
+    let column_part = if kind == Kind::DeleteRow {
+        ROW_MARKER.len()
+    } else {
+        escaped_len(column) + TERMINATOR.len()
+    };
+    escaped_len(row) + TERMINATOR.len() + column_part + SUFFIX_LEN
+}
+
+/// Length of `bytes` once escaped (every zero byte takes two).
+pub fn escaped_len(bytes: &[u8]) -> usize {
+    bytes.len() + bytes.iter().filter(|&&b| b == 0).count()
 }
 
 /// The smallest key a cell or row-tombstone prefix can have: the newest possible version.
@@ -267,6 +278,17 @@ mod tests {
         expected.extend_from_slice(&(!5u64).to_be_bytes());
         expected.extend_from_slice(&(!((7u64 << 8) | 1)).to_be_bytes());
         assert_eq!(key, expected);
+    }
+
+    #[test]
+    fn encoded_len_is_exact() {
+        for (row, column, kind) in [
+            (&b"r\0w"[..], &b"\0c"[..], Kind::Put),
+            (b"row", b"", Kind::DeleteCell),
+            (b"\0\0", b"ignored", Kind::DeleteRow),
+        ] {
+            assert_eq!(encoded_len(row, column, kind), encode(row, column, 1, 1, kind).len());
+        }
     }
 
     #[test]

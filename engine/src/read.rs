@@ -26,11 +26,6 @@ use crate::trace::{Settled, SourceTrace, Trace};
 use crate::version::{FamilyVersion, Version};
 use crate::visibility::Visibility;
 
-/// Length of `bytes` once escaped (every zero byte takes two).
-fn escaped_len(bytes: &[u8]) -> usize {
-    bytes.len() + bytes.iter().filter(|&&b| b == 0).count()
-}
-
 /// One version of one column of a row.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cell {
@@ -217,7 +212,7 @@ impl Snapshot {
         let (row, column) = (row.as_ref(), column.as_ref());
         let cell_prefix = key::cell_prefix(row, column);
         // The cell prefix starts with the encoded row: `escaped(row) 00 01`.
-        let row_len = cell_prefix.len() - escaped_len(column) - 2;
+        let row_len = cell_prefix.len() - key::escaped_len(column) - 2;
         let row_prefix = cell_prefix.get(..row_len).unwrap_or(&[]);
         let mut tombstone_prefix = Vec::new();
 

@@ -644,7 +644,7 @@ impl Inner {
             };
             let seq = first + i as u64;
             // Key and value share one allocation: the memtable holds two views of it.
-            let mut entry = Vec::with_capacity(key::encoded_len(op.row, op.column) + op.value.len());
+            let mut entry = Vec::with_capacity(key::encoded_len(op.row, op.column, op.kind) + op.value.len());
             key::encode_into(&mut entry, op.row, op.column, ts, seq, op.kind);
             let key_len = entry.len();
             entry.extend_from_slice(op.value);
