@@ -102,7 +102,10 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 /// Each append is a single `write_all` of fully framed records and nothing is
 /// kept in user space between calls, so once `append` returns the bytes are in
 /// the kernel: a crash of the *process* loses nothing. Only [`LogWriter::sync`]
-/// makes them survive a crash of the *machine*.
+/// makes them survive a crash of the *machine*. A writer made
+/// [`LogWriter::buffered`] keeps records in the process until a buffer fills,
+/// trading the last buffer on a process crash for a system call per buffer
+/// instead of per write.
 ///
 /// Any I/O error is returned as is. The file may then end in a partial record,
 /// so the engine must stop writing to this segment (it stops accepting writes

@@ -59,6 +59,8 @@ pub(crate) struct Writer {
     buf: Vec<u8>,
     /// Per operation of the write in progress: family id and timestamp.
     resolved: Vec<(u32, u64)>,
+    /// Families the write in progress touched (reused: no allocation per write).
+    touched: Vec<u32>,
 }
 
 /// The manifest and its replayed state; holding this lock is the right to
@@ -486,6 +488,7 @@ impl Inner {
                 last_sync: Instant::now(),
                 buf: Vec::new(),
                 resolved: Vec::new(),
+                touched: Vec::new(),
             }),
             install: Mutex::new(install),
             live_logs: Mutex::new(BTreeMap::from([(log_number, 0)])),
@@ -637,13 +640,13 @@ impl Inner {
         }
         self.log_bytes.fetch_add(written, Ordering::Relaxed);
         let log_number = w.log.number();
-        let mut touched: Vec<u32> = Vec::new();
+        w.touched.clear();
         for (i, (op, &(id, ts))) in ops.iter().zip(&w.resolved).enumerate() {
             let Some(fam) = version.families.get(&id) else {
                 continue;
             };
             let seq = first + i as u64;
-            // Key and value share one allocation: the memtable holds two views of it.
+            // The entry is laid out as `key ++ value` in one buffer of its final size.
             let mut entry = Vec::with_capacity(key::encoded_len(op.row, op.column, op.kind) + op.value.len());
             key::encode_into(&mut entry, op.row, op.column, ts, seq, op.kind);
             let key_len = entry.len();
@@ -655,15 +658,17 @@ impl Inner {
                 (op.row.len() + op.column.len() + op.value.len()) as u64,
                 Ordering::Relaxed,
             );
-            if !touched.contains(&id) {
-                touched.push(id);
+            if !w.touched.contains(&id) {
+                w.touched.push(id);
             }
         }
         w.last_seq = first + ops.len() as u64 - 1;
         self.visible_seq.store(w.last_seq, Ordering::Release);
 
-        let full: Vec<u32> = touched
-            .into_iter()
+        let full: Vec<u32> = w
+            .touched
+            .iter()
+            .copied()
             .filter(|id| {
                 version.families.get(id).is_some_and(|f| {
                     f.active.bytes() >= f.options.memtable_max_bytes
