@@ -25,6 +25,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use cellar_sstable::fs;
@@ -113,7 +114,9 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 #[derive(Debug)]
 pub(crate) struct LogWriter {
     /// The open segment file.
-    file: File,
+    /// Shared so that a writer can fsync it after releasing the write lock
+    /// (group commit: one fsync covers every record appended before it).
+    file: Arc<File>,
     /// Where the segment lives, for error messages and for the engine.
     path: PathBuf,
     /// The segment's file number (shared number space with tables and manifests).
@@ -134,7 +137,7 @@ impl LogWriter {
     /// The file must not exist yet. The parent directory is fsynced, so the
     /// segment's existence is durable before any record depends on it.
     pub(crate) fn create(path: &Path, number: u64) -> Result<LogWriter> {
-        let file = fs::create_new(path).map_err(|source| Error::io(path, source))?;
+        let file = Arc::new(fs::create_new(path).map_err(|source| Error::io(path, source))?);
         sync_dir(path.parent().unwrap_or(Path::new(".")))?;
         Ok(LogWriter {
             file,
@@ -209,7 +212,7 @@ impl LogWriter {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let result = self.file.write_all(&self.buf);
+        let result = (&*self.file).write_all(&self.buf);
         self.buf.clear();
         if self.buf.capacity() > KEEP_BUFFER {
             self.buf = Vec::new();
@@ -219,10 +222,21 @@ impl LogWriter {
 
     /// Forces the records appended so far to stable storage (`fdatasync`),
     /// handing any buffered ones to the OS first.
+    /// A handle on the segment for [`sync_file`]: with it a writer can make
+    /// its record durable after letting the next writer append.
+    pub(crate) fn sync_handle(&self) -> (Arc<File>, PathBuf) {
+        (Arc::clone(&self.file), self.path.clone())
+    }
+
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.flush_to_os()?;
         fs::sync_data(&self.file, &self.path).map_err(|source| Error::io(&self.path, source))
     }
+}
+
+/// `fdatasync` of a segment through a handle from [`LogWriter::sync_handle`].
+pub(crate) fn sync_file(file: &File, path: &Path) -> Result<()> {
+    fs::sync_data(file, path).map_err(|source| Error::io(path, source))
 }
 
 /// What the reader does with damage found before the last record.

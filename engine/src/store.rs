@@ -94,6 +94,14 @@ pub(crate) struct Inner {
     /// Log segments not yet deleted, with their sizes (the current one included).
     pub live_logs: Mutex<BTreeMap<u64, u64>>,
     pub log_bytes: AtomicU64,
+    /// Group commit: the log position (segment, offset) known to be on stable
+    /// storage. A writer waiting for its fsync holds this lock; whoever gets it
+    /// first syncs everything appended so far, and the writers queued behind
+    /// find their records already durable.
+    durable: Mutex<(u64, u64)>,
+    /// The log position after the last append (a leaf lock: nothing is taken
+    /// while holding it).
+    appended: Mutex<(u64, u64)>,
     background: Mutex<Background>,
     wake: Condvar,
     shutting_down: AtomicBool,
@@ -493,6 +501,8 @@ impl Inner {
             install: Mutex::new(install),
             live_logs: Mutex::new(BTreeMap::from([(log_number, 0)])),
             log_bytes: AtomicU64::new(0),
+            durable: Mutex::new((log_number, 0)),
+            appended: Mutex::new((log_number, 0)),
             background: Mutex::new(Background::default()),
             wake: Condvar::new(),
             shutting_down: AtomicBool::new(false),
@@ -623,12 +633,10 @@ impl Inner {
                 return Err(e);
             }
         };
-        let must_sync = match self.options.sync {
-            SyncPolicy::Always => true,
-            SyncPolicy::Never | SyncPolicy::Buffered => false,
-            SyncPolicy::Interval(every) => w.last_sync.elapsed() >= every,
-        };
-        if must_sync {
+        // With `Always`, the fsync happens after the write lock is released
+        // (group commit, below); `Interval` syncs here when it is due.
+        let group_sync = self.options.sync == SyncPolicy::Always;
+        if matches!(self.options.sync, SyncPolicy::Interval(every) if w.last_sync.elapsed() >= every) {
             if let Err(e) = w.log.sync() {
                 // After a failed fsync the kernel may have dropped the dirty
                 // pages: nothing written since the last good sync is safe, and
@@ -638,6 +646,9 @@ impl Inner {
             }
             w.last_sync = Instant::now();
         }
+        let position = (w.log.number(), w.log.len());
+        *self.appended.lock() = position;
+        let sync_handle = group_sync.then(|| w.log.sync_handle());
         self.log_bytes.fetch_add(written, Ordering::Relaxed);
         let log_number = w.log.number();
         w.touched.clear();
@@ -663,7 +674,10 @@ impl Inner {
             }
         }
         w.last_seq = first + ops.len() as u64 - 1;
-        self.visible_seq.store(w.last_seq, Ordering::Release);
+        let last_seq = w.last_seq;
+        if !group_sync {
+            self.visible_seq.fetch_max(last_seq, Ordering::Release);
+        }
 
         let full: Vec<u32> = w
             .touched
@@ -679,6 +693,34 @@ impl Inner {
         if !full.is_empty() {
             self.rotate(w, &full)?;
         }
+        drop(guard);
+        if let Some((file, path)) = sync_handle {
+            self.make_durable(position, &file, &path)?;
+            // Every write up to `last_seq` is in the memtables (they were
+            // inserted under the write lock) and, now, on stable storage.
+            self.visible_seq.fetch_max(last_seq, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Group commit: returns once the log is durable up to `position`. The
+    /// first writer to get here fsyncs everything appended so far; writers
+    /// that queued behind it while it synced usually find their records
+    /// already covered and return without an fsync of their own.
+    fn make_durable(&self, position: (u64, u64), file: &std::fs::File, path: &Path) -> Result<()> {
+        let mut durable = self.durable.lock();
+        if *durable >= position {
+            return Ok(());
+        }
+        // Everything appended to this segment before the fsync starts is covered
+        // by it. (If the segment changed meanwhile, rotation synced this one.)
+        let appended = *self.appended.lock();
+        let target = if appended.0 == position.0 { appended } else { position };
+        if let Err(e) = crate::log::sync_file(file, path) {
+            self.stop(&e);
+            return Err(e);
+        }
+        *durable = (*durable).max(target);
         Ok(())
     }
 
@@ -701,6 +743,11 @@ impl Inner {
             self.stop(&e);
             return Err(e);
         }
+        {
+            let mut durable = self.durable.lock();
+            *durable = (*durable).max((w.log.number(), w.log.len()));
+        }
+        *self.appended.lock() = (number, 0);
         let old = std::mem::replace(&mut w.log, new_log);
         let mut freeze: Vec<u32> = families.to_vec();
         {
