@@ -1,0 +1,131 @@
+//! Flush: a frozen memtable becomes a table file.
+//!
+//! The flush thread writes the oldest frozen memtable of a family to a new
+//! table file (one run), then installs it: one manifest edit adds the file and
+//! moves the family's oldest needed log segment forward, and a new version
+//! replaces the memtable by the file. Log segments no family needs any more
+//! are deleted.
+
+use super::*;
+
+impl Inner {
+    pub(super) fn flush_and_wait(&self, ids: &[u32]) -> Result<()> {
+        {
+            let mut w = self.writer.lock();
+            self.check_stopped()?;
+            let v = self.current();
+            let nonempty: Vec<u32> = ids
+                .iter()
+                .copied()
+                .filter(|id| v.families.get(id).is_some_and(|f| !f.active.is_empty()))
+                .collect();
+            if !nonempty.is_empty() {
+                self.rotate(&mut w, &nonempty)?;
+            }
+        }
+        let mut bg = self.background.lock();
+        loop {
+            self.check_stopped()?;
+            let v = self.current();
+            if ids
+                .iter()
+                .all(|id| v.families.get(id).is_none_or(|f| f.frozen.is_empty()))
+            {
+                return Ok(());
+            }
+            self.wake.wait_for(&mut bg, Duration::from_millis(50));
+        }
+    }
+
+    /// Writes the oldest frozen memtable of some family to a table file and
+    /// installs it. Returns whether there was one.
+    pub(super) fn flush_one(&self) -> Result<bool> {
+        let v = self.current();
+        let Some((fam, memtable)) = v
+            .families
+            .values()
+            .find_map(|f| f.frozen.last().map(|m| (f.clone(), m.clone())))
+        else {
+            return Ok(false);
+        };
+        let run = self.next_file.fetch_add(1, Ordering::SeqCst);
+        let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, false);
+        for (k, value) in memtable.iter() {
+            out.add(&k, &value)?;
+        }
+        let files = out.finish()?;
+        let written: u64 = files.iter().map(|f| f.meta.size).sum();
+
+        let mut install = self.install.lock();
+        let current = self.current();
+        let Some(now) = current.families.get(&fam.id) else {
+            return Ok(true);
+        };
+        let frozen: Vec<Arc<Memtable>> = now
+            .frozen
+            .iter()
+            .filter(|m| !Arc::ptr_eq(m, &memtable))
+            .cloned()
+            .collect();
+        let log_number = frozen
+            .iter()
+            .chain(std::iter::once(&now.active))
+            .filter_map(|m| m.first_log())
+            .min()
+            .unwrap_or_else(|| self.writer_log_number_hint());
+        let mut edits: Vec<Edit> = files
+            .iter()
+            .map(|f| Edit::AddTable {
+                family: fam.id,
+                table: f.meta.clone(),
+            })
+            .collect();
+        edits.push(Edit::SetLogNumber {
+            family: fam.id,
+            log_number,
+        });
+        // A family with nothing in memory holds no log: move its log number up
+        // too, or an idle family pins every segment after its last flush. The
+        // hint is read before the emptiness check, so a write that lands after
+        // the check is in this segment or a newer one.
+        let hint = self.writer_log_number_hint();
+        for (id, other) in &current.families {
+            let stale = install.state.families.get(id).is_some_and(|s| s.log_number < hint);
+            if *id != fam.id && stale && other.frozen.is_empty() && other.active.is_empty() {
+                edits.push(Edit::SetLogNumber {
+                    family: *id,
+                    log_number: hint,
+                });
+            }
+        }
+        edits.push(Edit::LastSequence(install.state.last_sequence.max(memtable.max_seq())));
+        edits.push(Edit::NextFileNumber(self.next_file.load(Ordering::SeqCst)));
+        self.commit(&mut install, &edits)?;
+        let mut f = (**now).clone();
+        f.frozen = frozen;
+        f.tables.extend(files.into_iter().map(Arc::new));
+        FamilyVersion::order_tables(&mut f.tables);
+        self.set_current(current.with_family(f));
+        fam.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        fam.counters.flush_bytes.fetch_add(written, Ordering::Relaxed);
+        self.delete_obsolete_logs(&install.state);
+        drop(install);
+        self.wake.notify_all();
+        Ok(true)
+    }
+
+    /// Removes log segments older than every family's oldest needed segment.
+    pub(crate) fn delete_obsolete_logs(&self, state: &ManifestState) {
+        let needed = state.families.values().map(|f| f.log_number).min().unwrap_or(0);
+        let mut logs = self.live_logs.lock();
+        let current = logs.keys().next_back().copied().unwrap_or(0);
+        let obsolete: Vec<u64> = logs.keys().copied().filter(|&n| n < needed && n != current).collect();
+        for n in obsolete {
+            // A segment that cannot be removed is only wasted space; the next
+            // open skips it (it is older than every family's log number).
+            if cellar_sstable::fs::remove(&log_path(&self.dir, n)).is_ok() {
+                logs.remove(&n);
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The write path: a write goes to the log, then to its families' memtables.
+//!
+//! One writer at a time holds the write lock: it gives the write its sequence
+//! numbers and timestamps, appends one log record for the whole batch, inserts
+//! every entry into its family's memtable, and freezes a memtable that is full
+//! (starting a new log segment). With `SyncPolicy::Always` the fsync comes after
+//! the lock is released, so concurrent writers share it (group commit), and the
+//! write becomes visible to readers only once it is durable.
+
+use super::*;
+
+impl Inner {
+    /// Waits while some family has too many memtables waiting for flush: the
+    /// write stall that keeps memory bounded when writes outrun the disk.
+    pub(super) fn stall(&self) -> Result<()> {
+        let max = self.options.max_immutable_memtables.max(1);
+        loop {
+            if self.current().families.values().all(|f| f.frozen.len() < max) {
+                return Ok(());
+            }
+            self.check_stopped()?;
+            let mut bg = self.background.lock();
+            self.wake.wait_for(&mut bg, Duration::from_millis(20));
+        }
+    }
+
+    pub(super) fn write(&self, ops: &[OpRef<'_>]) -> Result<()> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        batch::check_limits(ops)?;
+        self.stall()?;
+        let mut guard = self.writer.lock();
+        self.check_stopped()?;
+        let w = &mut *guard;
+        let version = self.current();
+        let now = now_ms().max(w.last_ts);
+        w.resolved.clear();
+        for op in ops {
+            let id = version
+                .by_name
+                .get(op.family)
+                .copied()
+                .ok_or_else(|| Error::UnknownFamily(op.family.to_string()))?;
+            w.resolved.push((id, op.timestamp.unwrap_or(now)));
+        }
+        w.last_ts = now;
+        let first = w.last_seq + 1;
+        w.buf.clear();
+        batch::encode_header(first, ops.len(), &mut w.buf);
+        for (op, &(id, ts)) in ops.iter().zip(&w.resolved) {
+            batch::encode_op(id, op.kind, ts, op.row, op.column, op.value, &mut w.buf);
+        }
+        let written = match w.log.append(&w.buf) {
+            Ok(n) => n,
+            Err(e) => {
+                self.stop(&e);
+                return Err(e);
+            }
+        };
+        // With `Always`, the fsync happens after the write lock is released
+        // (group commit, below); `Interval` syncs here when it is due.
+        let group_sync = self.options.sync == SyncPolicy::Always;
+        if matches!(self.options.sync, SyncPolicy::Interval(every) if w.last_sync.elapsed() >= every) {
+            if let Err(e) = w.log.sync() {
+                // After a failed fsync the kernel may have dropped the dirty
+                // pages: nothing written since the last good sync is safe, and
+                // retrying cannot tell. Refuse writes until the store is reopened.
+                self.stop(&e);
+                return Err(e);
+            }
+            w.last_sync = Instant::now();
+        }
+        let position = (w.log.number(), w.log.len());
+        *self.appended.lock() = position;
+        let sync_handle = group_sync.then(|| w.log.sync_handle());
+        self.log_bytes.fetch_add(written, Ordering::Relaxed);
+        let log_number = w.log.number();
+        w.touched.clear();
+        for (i, (op, &(id, ts))) in ops.iter().zip(&w.resolved).enumerate() {
+            let Some(fam) = version.families.get(&id) else {
+                continue;
+            };
+            let seq = first + i as u64;
+            // The entry is laid out as `key ++ value` in one buffer of its final size.
+            let mut entry = Vec::with_capacity(key::encoded_len(op.row, op.column, op.kind) + op.value.len());
+            key::encode_into(&mut entry, op.row, op.column, ts, seq, op.kind);
+            let key_len = entry.len();
+            entry.extend_from_slice(op.value);
+            fam.active
+                .insert_entry(entry, key_len, ts, seq, op.kind.is_tombstone(), log_number);
+            fam.counters.user_entries.fetch_add(1, Ordering::Relaxed);
+            fam.counters.user_bytes.fetch_add(
+                (op.row.len() + op.column.len() + op.value.len()) as u64,
+                Ordering::Relaxed,
+            );
+            if !w.touched.contains(&id) {
+                w.touched.push(id);
+            }
+        }
+        w.last_seq = first + ops.len() as u64 - 1;
+        let last_seq = w.last_seq;
+        if !group_sync {
+            self.visible_seq.fetch_max(last_seq, Ordering::Release);
+        }
+
+        let full: Vec<u32> = w
+            .touched
+            .iter()
+            .copied()
+            .filter(|id| {
+                version.families.get(id).is_some_and(|f| {
+                    f.active.bytes() >= f.options.memtable_max_bytes
+                        || f.options.memtable_max_entries.is_some_and(|n| f.active.entries() >= n)
+                })
+            })
+            .collect();
+        if !full.is_empty() {
+            self.rotate(w, &full)?;
+        }
+        drop(guard);
+        if let Some((file, path)) = sync_handle {
+            self.make_durable(position, &file, &path)?;
+            // Every write up to `last_seq` is in the memtables (they were
+            // inserted under the write lock) and, now, on stable storage.
+            self.visible_seq.fetch_max(last_seq, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Group commit: returns once the log is durable up to `position`. The
+    /// first writer to get here fsyncs everything appended so far; writers
+    /// that queued behind it while it synced usually find their records
+    /// already covered and return without an fsync of their own.
+    pub(super) fn make_durable(&self, position: (u64, u64), file: &std::fs::File, path: &Path) -> Result<()> {
+        let mut durable = self.durable.lock();
+        if *durable >= position {
+            return Ok(());
+        }
+        // Everything appended to this segment before the fsync starts is covered
+        // by it. (If the segment changed meanwhile, rotation synced this one.)
+        let appended = *self.appended.lock();
+        let target = if appended.0 == position.0 { appended } else { position };
+        if let Err(e) = crate::log::sync_file(file, path) {
+            self.stop(&e);
+            return Err(e);
+        }
+        *durable = (*durable).max(target);
+        Ok(())
+    }
+
+    /// Starts a new log segment and freezes the given families' memtables (plus
+    /// any family whose memtable pins a log segment the store wants to delete).
+    pub(super) fn rotate(&self, w: &mut Writer, families: &[u32]) -> Result<()> {
+        let number = self.next_file.fetch_add(1, Ordering::SeqCst);
+        let new_log = match LogWriter::create(&log_path(&self.dir, number), number) {
+            Ok(log) => log.buffered(self.options.sync.log_buffer()),
+            Err(e) => {
+                self.stop(&e);
+                return Err(e);
+            }
+        };
+        // The closing segment is synced whatever the policy: a family frozen
+        // here may be flushed to a table file (durable) while another family
+        // still needs this segment to replay its part of the same batches. An
+        // unsynced segment would then let a power loss keep half of a batch.
+        if let Err(e) = w.log.sync() {
+            self.stop(&e);
+            return Err(e);
+        }
+        {
+            let mut durable = self.durable.lock();
+            *durable = (*durable).max((w.log.number(), w.log.len()));
+        }
+        *self.appended.lock() = (number, 0);
+        let old = std::mem::replace(&mut w.log, new_log);
+        let mut freeze: Vec<u32> = families.to_vec();
+        {
+            let mut logs = self.live_logs.lock();
+            logs.insert(old.number(), old.len());
+            logs.insert(number, 0);
+            // An idle family must not pin the log forever: once the live
+            // segments pass the limit, families still holding the oldest one
+            // are flushed too.
+            let total: u64 = logs.values().sum();
+            if total > self.options.max_log_bytes {
+                if let Some(&oldest) = logs.keys().next() {
+                    for (id, fam) in &self.current().families {
+                        if fam.active.first_log().is_some_and(|l| l <= oldest) && !freeze.contains(id) {
+                            freeze.push(*id);
+                        }
+                    }
+                }
+            }
+        }
+        let _install = self.install.lock();
+        let mut next = (*self.current()).clone();
+        for id in freeze {
+            let Some(fam) = next.families.get(&id) else {
+                continue;
+            };
+            if fam.active.is_empty() {
+                continue;
+            }
+            let mut f = (**fam).clone();
+            f.frozen.insert(0, f.active.clone());
+            f.active = Arc::new(Memtable::new());
+            next.families.insert(id, Arc::new(f));
+        }
+        self.set_current(next);
+        drop(_install);
+        self.signal(Job::Flush);
+        Ok(())
+    }
+}
