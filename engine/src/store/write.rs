@@ -134,6 +134,9 @@ impl Inner {
     /// already covered and return without an fsync of their own.
     pub(super) fn make_durable(&self, position: (u64, u64), file: &std::fs::File, path: &Path) -> Result<()> {
         let mut durable = self.durable.lock();
+        // After a failed fsync nothing later proves the earlier records durable
+        // (the kernel may have dropped their pages): every waiting writer fails.
+        self.check_stopped()?;
         if *durable >= position {
             return Ok(());
         }
