@@ -16,47 +16,16 @@ use cellar_engine::key::{self, Kind};
 use cellar_engine::{RowRange, Store, StoreOptions};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
+mod common;
+use common::{key, ok, Rng, VALUE_BYTES};
+
 const FAMILY: &str = "bench";
 const COLUMN: &[u8] = b"v";
-const KEY_BYTES: usize = 16;
-const VALUE_BYTES: usize = 100;
 /// Puts into one store before a fresh one is opened: 100,000 entries of
 /// ~130 bytes stay well inside the default 64 MiB memtable, so none is flushed.
 const PUTS_PER_STORE: u64 = 100_000;
 /// Rows of the scanned store.
 const SCAN_ROWS: u64 = 200_000;
-
-#[cold]
-fn fail(what: &str, e: impl std::fmt::Display) -> ! {
-    eprintln!("bench setup failed: {what}: {e}");
-    std::process::exit(1)
-}
-
-fn ok<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
-    r.unwrap_or_else(|e| fail(what, e))
-}
-
-/// db_bench's key for number `i`: big-endian in the first 8 bytes (so it holds
-/// zero bytes, which the key encoding escapes), `'0'` after.
-fn db_key(i: u64) -> [u8; KEY_BYTES] {
-    let mut k = [b'0'; KEY_BYTES];
-    k[..8].copy_from_slice(&i.to_be_bytes());
-    k
-}
-
-/// A seeded xorshift64*.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
-    }
-}
 
 fn open(dir: &std::path::Path) -> Store {
     ok("open store", Store::open(dir, StoreOptions::default().family(FAMILY)))
@@ -69,7 +38,7 @@ fn key_encoding(c: &mut Criterion) {
     group.bench_function("encode_db_bench_row", |b| {
         b.iter(|| {
             i += 1;
-            black_box(key::encode(black_box(&db_key(i)), COLUMN, 0, i, Kind::Put))
+            black_box(key::encode(black_box(&key(i)), COLUMN, 0, i, Kind::Put))
         });
     });
     group.bench_function("encode_text_row", |b| {
@@ -91,7 +60,7 @@ fn memtable_insert(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 let mut left = iters;
-                let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+                let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
                 while left > 0 {
                     let n = left.min(PUTS_PER_STORE);
                     left -= n;
@@ -101,7 +70,7 @@ fn memtable_insert(c: &mut Criterion) {
                     let start = Instant::now();
                     for i in 0..n {
                         let k = if random { rng.below(u64::MAX) } else { i };
-                        ok("put", store.put(FAMILY, db_key(k), COLUMN, value));
+                        ok("put", store.put(FAMILY, key(k), COLUMN, value));
                     }
                     total += start.elapsed();
                     drop(store);
@@ -117,12 +86,9 @@ fn merge_scan(c: &mut Criterion) {
     let dir = ok("temporary folder", tempfile::tempdir());
     let store = open(dir.path());
     let value = [7u8; VALUE_BYTES];
-    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let mut rng = Rng::new(0x1234_5678_9ABC_DEF1);
     for _ in 0..SCAN_ROWS * 2 {
-        ok(
-            "put",
-            store.put(FAMILY, db_key(rng.below(SCAN_ROWS * 2)), COLUMN, value),
-        );
+        ok("put", store.put(FAMILY, key(rng.below(SCAN_ROWS * 2)), COLUMN, value));
     }
     ok("flush", store.flush());
     ok("compact", store.compact(FAMILY));

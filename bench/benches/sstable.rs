@@ -17,43 +17,11 @@ use cellar_sstable::{
 };
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-const KEY_BYTES: usize = 16;
-const VALUE_BYTES: usize = 100;
+mod common;
+use common::{fail, key, ok, Rng, KEY_BYTES, VALUE_BYTES};
+
 /// Entries of the table and filter benches.
 const TABLE_ENTRIES: u64 = 100_000;
-
-/// Stops the bench with a message: setup that fails (a temporary file, a
-/// corrupt block) leaves nothing to measure.
-#[cold]
-fn fail(what: &str, e: impl std::fmt::Display) -> ! {
-    eprintln!("bench setup failed: {what}: {e}");
-    std::process::exit(1)
-}
-
-fn ok<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
-    r.unwrap_or_else(|e| fail(what, e))
-}
-
-/// db_bench's key for number `i`: big-endian in the first 8 bytes, `'0'` after.
-fn key(i: u64) -> [u8; KEY_BYTES] {
-    let mut k = [b'0'; KEY_BYTES];
-    k[..8].copy_from_slice(&i.to_be_bytes());
-    k
-}
-
-/// A seeded xorshift64*, so every run probes the same keys.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
-    }
-}
 
 fn value(i: u64) -> [u8; VALUE_BYTES] {
     let mut v = [0u8; VALUE_BYTES];
@@ -91,7 +59,7 @@ fn block(c: &mut Criterion) {
         Block::new(Bytes::from(contents), Arc::from(Path::new("bench.sst")), 0),
     );
     group.throughput(Throughput::Elements(1));
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
     group.bench_function("seek_4k", |b| {
         let mut iter = block.iter();
         b.iter(|| {
@@ -149,7 +117,7 @@ fn table(c: &mut Criterion) {
     let table = Arc::new(ok("open table", Table::open(&path)));
     group.sample_size(100);
     group.throughput(Throughput::Elements(1));
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut rng = Rng::new(0x2545_F491_4F6C_DD1D);
     group.bench_function("seek_and_value_100k", |b| {
         let mut iter = table.iter();
         b.iter(|| {
@@ -206,7 +174,7 @@ fn bloom(c: &mut Criterion) {
             black_box(filter_hash(black_box(&key(i))))
         });
     });
-    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let mut rng = Rng::new(0x1234_5678_9ABC_DEF1);
     group.bench_function("probe_present", |b| {
         b.iter(|| {
             let h = hashes

@@ -1,0 +1,18 @@
+//! What the criterion benches share: stopping cleanly on a failed setup, and
+//! db_bench's key shapes and random numbers from the `peers` workloads.
+
+#[allow(unused_imports, reason = "each bench binary compiles this module and uses part of it")]
+pub use cellar_bench::peers::workloads::{key, Rng, KEY_BYTES, VALUE_BYTES};
+
+/// Stops the bench with a message: setup that fails (a temporary file, a
+/// corrupt block) leaves nothing to measure.
+#[cold]
+pub fn fail(what: &str, e: impl std::fmt::Display) -> ! {
+    eprintln!("bench setup failed: {what}: {e}");
+    std::process::exit(1)
+}
+
+/// The value of `r`, or [`fail`].
+pub fn ok<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
+    r.unwrap_or_else(|e| fail(what, e))
+}
