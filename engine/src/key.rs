@@ -165,14 +165,6 @@ pub fn escaped_len(bytes: &[u8]) -> usize {
     bytes.len() + bytes.iter().filter(|&&b| b == 0).count()
 }
 
-/// The smallest key a cell or row-tombstone prefix can have: the newest possible version.
-pub fn seek_key(prefix: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(prefix.len() + SUFFIX_LEN);
-    out.extend_from_slice(prefix);
-    out.extend_from_slice(&[0u8; SUFFIX_LEN]);
-    out
-}
-
 /// Timestamp, sequence and kind of an encoded key, read from its fixed suffix.
 pub fn suffix(key: &[u8]) -> Option<(u64, u64, Kind)> {
     let at = key.len().checked_sub(SUFFIX_LEN)?;

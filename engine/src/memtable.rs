@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
 
-use crate::key;
+use crate::key::{self, Kind};
 
 /// A memtable entry: its internal key and value in one buffer, with the key's
 /// first 16 bytes also kept inline in the skip-list node as one big-endian
@@ -55,6 +55,11 @@ impl MemEntry {
         self.bytes.get(..self.key_len).unwrap_or_default()
     }
 
+    /// The value, a handle on the shared buffer.
+    pub fn value(&self) -> Bytes {
+        self.bytes.slice(self.key_len..)
+    }
+
     /// Key and value as handles on the shared buffer.
     pub fn parts(&self) -> (Bytes, Bytes) {
         (self.bytes.slice(..self.key_len), self.bytes.slice(self.key_len..))
@@ -87,6 +92,10 @@ impl std::borrow::Borrow<[u8]> for MemEntry {
         self.key()
     }
 }
+
+/// The newest visible entry of a cell in one source: its key's
+/// `(timestamp, sequence, kind)` and its value.
+pub(crate) type Hit = ((u64, u64, Kind), Bytes);
 
 /// Bytes an entry costs in memory beyond its key and value, so that the byte
 /// limit measures memory, not payload: the skip-list node (the inline key head,
@@ -194,8 +203,9 @@ impl Memtable {
     }
 
     /// The first entry whose key starts with `prefix` and whose sequence number is
-    /// at most `snapshot`, with the number of entries looked at to find it.
-    pub fn newest_with_prefix(&self, prefix: &[u8], snapshot: u64) -> (Option<(Bytes, Bytes)>, u64) {
+    /// at most `snapshot`, as its key's `(timestamp, sequence, kind)` and its
+    /// value, with the number of entries looked at to find it.
+    pub fn newest_with_prefix(&self, prefix: &[u8], snapshot: u64) -> (Option<Hit>, u64) {
         let mut examined = 0;
         let mut entry = self.map.lower_bound(Bound::Included(prefix));
         while let Some(e) = entry {
@@ -203,10 +213,8 @@ impl Memtable {
                 break;
             }
             examined += 1;
-            if let Some((_, seq, _)) = key::suffix(e.key().key()) {
-                if seq <= snapshot {
-                    return (Some(e.key().parts()), examined);
-                }
+            if let Some(found) = key::suffix(e.key().key()).filter(|&(_, seq, _)| seq <= snapshot) {
+                return (Some((found, e.key().value())), examined);
             }
             entry = e.next();
         }

@@ -428,36 +428,25 @@ impl RangeRead {
         })
     }
 
-    /// The next visible entry as `(key, value)`.
-    fn next_visible(&mut self) -> Result<Option<(Bytes, Bytes)>> {
+    /// The next visible cell, with its (unescaped) row. The key is decoded in
+    /// place, before the merge moves on: no copy of it is made.
+    fn next_cell(&mut self) -> Result<Option<(Bytes, Cell)>> {
         while self.merge.valid() {
-            let visible = self.visibility.admit(self.merge.key());
-            let out = visible.then(|| (Bytes::copy_from_slice(self.merge.key()), self.merge.value()));
-            self.merge.next()?;
-            if out.is_some() {
-                return Ok(out);
+            if self.visibility.admit(self.merge.key()) {
+                let Some(parsed) = key::parse(self.merge.key()) else {
+                    return Err(Error::corruption("<merged read>", 0, "an entry's key does not decode"));
+                };
+                let cell = Cell {
+                    column: Bytes::from(parsed.column),
+                    timestamp: parsed.timestamp,
+                    value: self.merge.value(),
+                };
+                self.merge.next()?;
+                return Ok(Some((Bytes::from(parsed.row), cell)));
             }
+            self.merge.next()?;
         }
         Ok(None)
-    }
-
-    /// The next visible cell, with its encoded row prefix.
-    fn next_cell(&mut self) -> Result<Option<(Bytes, Cell)>> {
-        let Some((k, value)) = self.next_visible()? else {
-            return Ok(None);
-        };
-        let Some(parsed) = key::parse(&k) else {
-            return Err(Error::corruption("<merged read>", 0, "an entry's key does not decode"));
-        };
-        let row = Bytes::from(parsed.row);
-        Ok(Some((
-            row,
-            Cell {
-                column: Bytes::from(parsed.column),
-                timestamp: parsed.timestamp,
-                value,
-            },
-        )))
     }
 
     /// The trace so far.

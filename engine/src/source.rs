@@ -10,8 +10,8 @@ use bytes::Bytes;
 use cellar_sstable::{ReadCost, TableIter};
 
 use crate::error::Result;
-use crate::key::{self, Kind};
-use crate::memtable::Memtable;
+use crate::key;
+use crate::memtable::{Hit, Memtable};
 use crate::trace::{Settled, SourceKind, SourceTrace};
 use crate::version::{FamilyVersion, TableFile};
 
@@ -76,36 +76,38 @@ impl Source<'_> {
     /// Settles a table for a read of one row (`row_prefix` = the encoded row):
     /// by its key range, then by its bloom filter. Memtables are always searched.
     pub fn settle_row(&self, row_prefix: &[u8], cost: &mut ReadCost) -> Settled {
-        let Source::Table(t) = self else {
-            return Settled::Searched;
-        };
-        if !may_hold_prefix(&t.meta.first_key, &t.meta.last_key, row_prefix) {
-            Settled::KeyRange
-        } else if !t.table.may_contain(row_prefix, cost) {
-            Settled::Filter
-        } else {
-            Settled::Searched
-        }
+        self.settle_by(
+            |first, last| may_hold_prefix(first, last, row_prefix),
+            Some(row_prefix),
+            cost,
+        )
     }
 
     /// Settles a table from metadata when it can: by its key range (does it hold
     /// any key in `[start, end)`?), then by its bloom filter for `row` (the encoded
     /// row prefix), when the read is about one row. Memtables are always searched.
     pub fn settle(&self, start: &[u8], end: Option<&[u8]>, row: Option<&[u8]>, cost: &mut ReadCost) -> Settled {
+        self.settle_by(|first, last| last >= start && end.is_none_or(|e| first < e), row, cost)
+    }
+
+    /// Key range first (`overlaps` is given the file's first and last key), then
+    /// the bloom filter for `row`, if any.
+    fn settle_by(
+        &self,
+        overlaps: impl FnOnce(&[u8], &[u8]) -> bool,
+        row: Option<&[u8]>,
+        cost: &mut ReadCost,
+    ) -> Settled {
         let Source::Table(t) = self else {
             return Settled::Searched;
         };
-        let after_range = t.meta.last_key.as_slice() < start;
-        let before_range = end.is_some_and(|e| t.meta.first_key.as_slice() >= e);
-        if after_range || before_range {
-            return Settled::KeyRange;
+        if !overlaps(&t.meta.first_key, &t.meta.last_key) {
+            Settled::KeyRange
+        } else if row.is_some_and(|row| !t.table.may_contain(row, cost)) {
+            Settled::Filter
+        } else {
+            Settled::Searched
         }
-        if let Some(row) = row {
-            if !t.table.may_contain(row, cost) {
-                return Settled::Filter;
-            }
-        }
-        Settled::Searched
     }
 
     /// Opens the source for reading: point probes first, then (optionally) a cursor.
@@ -118,10 +120,6 @@ impl Source<'_> {
         }
     }
 }
-
-/// The newest visible entry of a cell in one source: its key's
-/// `(timestamp, sequence, kind)` and its value.
-pub(crate) type Hit = ((u64, u64, Kind), Bytes);
 
 /// A source opened for one read.
 pub(crate) enum Reader {
@@ -142,7 +140,7 @@ impl Reader {
             Reader::Mem(memtable) => {
                 let (hit, examined) = memtable.newest_with_prefix(prefix, snapshot);
                 trace.entries_examined += examined;
-                Ok(hit.and_then(|(k, v)| key::suffix(&k).map(|s| (s, v))))
+                Ok(hit)
             }
             Reader::Table(iter) => {
                 iter.seek(prefix)?;

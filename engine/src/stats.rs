@@ -206,11 +206,11 @@ fn family_stats(inner: &Inner, fam: &FamilyVersion) -> Result<FamilyStats> {
     while merge.valid() {
         let k = merge.key();
         let bytes = (k.len() + merge.value().len()) as u64;
-        if key::suffix(k).is_some_and(|(_, seq, _)| seq <= sequence) {
-            s.stored_entries += 1;
-            s.stored_bytes += bytes;
-            if key::suffix(k).is_some_and(|(_, _, kind)| kind.is_tombstone()) {
-                s.tombstones += 1;
+        if let Some((_, seq, kind)) = key::suffix(k) {
+            if seq <= sequence {
+                s.stored_entries += 1;
+                s.stored_bytes += bytes;
+                s.tombstones += u64::from(kind.is_tombstone());
             }
         }
         if visibility.admit(k) {
