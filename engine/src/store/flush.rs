@@ -108,23 +108,29 @@ impl Inner {
         self.set_current(current.with_family(f));
         fam.counters.flushes.fetch_add(1, Ordering::Relaxed);
         fam.counters.flush_bytes.fetch_add(written, Ordering::Relaxed);
-        self.delete_obsolete_logs(&install.state);
+        let needed = install.state.families.values().map(|f| f.log_number).min().unwrap_or(0);
         drop(install);
+        // Removing files needs no install lock: the manifest already says
+        // these segments are not needed.
+        self.delete_logs_before(needed);
         self.wake.notify_all();
         Ok(true)
     }
 
-    /// Removes log segments older than every family's oldest needed segment.
-    pub(crate) fn delete_obsolete_logs(&self, state: &ManifestState) {
-        let needed = state.families.values().map(|f| f.log_number).min().unwrap_or(0);
-        let mut logs = self.live_logs.lock();
-        let current = logs.keys().next_back().copied().unwrap_or(0);
-        let obsolete: Vec<u64> = logs.keys().copied().filter(|&n| n < needed && n != current).collect();
+    /// Removes the log segments older than `needed` (every family's oldest
+    /// needed segment), except the one being written.
+    pub(super) fn delete_logs_before(&self, needed: u64) {
+        let obsolete: Vec<u64> = {
+            let logs = self.live_logs.lock();
+            let current = logs.keys().next_back().copied().unwrap_or(0);
+            logs.keys().copied().filter(|&n| n < needed && n != current).collect()
+        };
+        // Unlinked without the lock held, so a log rotation never waits on it.
         for n in obsolete {
             // A segment that cannot be removed is only wasted space; the next
             // open skips it (it is older than every family's log number).
             if cellar_sstable::fs::remove(&log_path(&self.dir, n)).is_ok() {
-                logs.remove(&n);
+                self.live_logs.lock().remove(&n);
             }
         }
     }
