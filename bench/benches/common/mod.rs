@@ -1,7 +1,10 @@
 //! What the criterion benches share: stopping cleanly on a failed setup, and
 //! db_bench's key shapes and random numbers from the `peers` workloads.
 
-#[allow(unused_imports, reason = "each bench binary compiles this module and uses part of it")]
+#[allow(
+    unused_imports,
+    reason = "each bench binary compiles this module and uses part of it"
+)]
 pub use cellar_bench::peers::workloads::{key, Rng, KEY_BYTES, VALUE_BYTES};
 
 /// Stops the bench with a message: setup that fails (a temporary file, a
