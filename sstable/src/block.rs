@@ -17,6 +17,30 @@
 //! its whole key (`shared = 0`), and the trailer lists where each one starts.
 //! A seek binary-searches the restart points, then scans at most 16 entries.
 //! The interval trades space (a full key and 4 bytes per restart) for seek time.
+//!
+//! # Key trailers
+//!
+//! Prefix compression only shares the *front* of a key. Storage engines end
+//! every key with numbers: RocksDB a sequence number and kind, cellar an
+//! inverted timestamp and an inverted sequence/kind, 16 bytes per cell. Those
+//! bytes differ from one key to the next, so plain prefix compression stores
+//! all of them, for every entry. Yet neighbours' numbers are close (cells of
+//! one row are written together, and a fully compacted run has every sequence
+//! number zeroed), so they differ only in their low bits.
+//!
+//! A block built with a *key trailer* of `n` words treats the last `8 * n`
+//! bytes of every key as big-endian `u64`s and stores each one as the varint
+//! of its XOR with the same word of the previous key (HBase's DIFF encodings
+//! do the same for timestamps):
+//!
+//! ```text
+//! entry   = shared | unshared | value_len | body[shared..] | trailer | value
+//! trailer = the n words as 8 bytes each      at a restart point (the key is stored whole)
+//!         | varint(word ^ previous word) * n  elsewhere (1 byte when equal)
+//! ```
+//!
+//! where `body` is the key without its trailer and `shared` counts body bytes.
+//! With `n = 0` this is exactly the plain format above.
 
 use std::ops::Range;
 use std::path::Path;
@@ -24,60 +48,91 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::coding::{get_fixed32, get_varint32, put_varint64};
+use crate::coding::{get_fixed32, get_varint32, get_varint64, put_varint64};
 use crate::error::{Error, Result};
 
 /// Size of one restart offset and of the restart count in the block trailer.
 const U32_LEN: usize = 4;
 
+/// Size of one key-trailer word.
+const WORD_LEN: usize = 8;
+
+/// The most words a key trailer may have.
+pub const MAX_TRAILER_WORDS: usize = 4;
+
 /// Writes sorted entries into one block.
 ///
-/// The caller adds keys in strictly increasing order and keeps a block under
-/// 4 GiB (restart offsets are `u32`); [`crate::TableBuilder`] guarantees both.
+/// The caller adds keys in strictly increasing order, each at least as long
+/// as the key trailer, and keeps a block under 4 GiB (restart offsets are
+/// `u32`); [`crate::TableBuilder`] guarantees all three.
 #[derive(Debug)]
 pub struct BlockBuilder {
     buf: Vec<u8>,
     restarts: Vec<u32>,
     restart_interval: usize,
+    trailer_words: usize,
     entries: usize,
     last_key: Vec<u8>,
 }
 
 impl BlockBuilder {
-    /// A builder that starts a restart point every `restart_interval` entries
-    /// (0 is treated as 1: every entry a restart point).
+    /// A builder of plain blocks that starts a restart point every
+    /// `restart_interval` entries (0 is treated as 1: every entry a restart point).
     pub fn new(restart_interval: usize) -> BlockBuilder {
+        BlockBuilder::with_key_trailer(restart_interval, 0)
+    }
+
+    /// A builder whose keys end with `trailer_words` big-endian `u64`s,
+    /// stored as XOR with the previous key's (at most [`MAX_TRAILER_WORDS`]).
+    pub fn with_key_trailer(restart_interval: usize, trailer_words: usize) -> BlockBuilder {
         BlockBuilder {
             buf: Vec::new(),
             restarts: Vec::new(),
             restart_interval: restart_interval.max(1),
+            trailer_words: trailer_words.min(MAX_TRAILER_WORDS),
             entries: 0,
             last_key: Vec::new(),
         }
     }
 
     /// Appends an entry and returns how many key bytes it stored (the
-    /// unshared suffix), for the table's `stored_key_bytes` property.
+    /// unshared part of the body plus the trailer as written), for the
+    /// table's `stored_key_bytes` property.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> usize {
-        let shared = if self.entries.is_multiple_of(self.restart_interval) {
+        let trailer_len = self.trailer_words * WORD_LEN;
+        debug_assert!(key.len() >= trailer_len, "key shorter than its trailer");
+        let (body, trailer) = key.split_at(key.len().saturating_sub(trailer_len));
+        let restart = self.entries.is_multiple_of(self.restart_interval);
+        let shared = if restart {
             let offset = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
             debug_assert!(offset != u32::MAX, "block grew past 4 GiB");
             self.restarts.push(offset);
             0
         } else {
-            common_prefix_len(&self.last_key, key)
+            let last_body = self.last_key.get(..self.last_key.len().saturating_sub(trailer_len)).unwrap_or_default();
+            common_prefix_len(last_body, body)
         };
-        let unshared = key.get(shared..).unwrap_or_default();
+        let unshared = body.get(shared..).unwrap_or_default();
         put_varint64(&mut self.buf, shared as u64);
         put_varint64(&mut self.buf, unshared.len() as u64);
         put_varint64(&mut self.buf, value.len() as u64);
         self.buf.extend_from_slice(unshared);
+        let trailer_start = self.buf.len();
+        if restart {
+            self.buf.extend_from_slice(trailer);
+        } else {
+            let last_trailer = self.last_key.get(self.last_key.len().saturating_sub(trailer_len)..).unwrap_or_default();
+            for (word, last) in trailer.chunks_exact(WORD_LEN).zip(last_trailer.chunks_exact(WORD_LEN)) {
+                put_varint64(&mut self.buf, read_word(word) ^ read_word(last));
+            }
+        }
+        let stored = unshared.len() + (self.buf.len() - trailer_start);
         self.buf.extend_from_slice(value);
 
-        self.last_key.truncate(shared);
-        self.last_key.extend_from_slice(unshared);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
         self.entries += 1;
-        unshared.len()
+        stored
     }
 
     /// Size of the block if it were finished now: entries plus trailer.
@@ -121,6 +176,16 @@ fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
+/// A key-trailer word: 8 big-endian bytes (fewer read as zero-padded, which
+/// only happens on a slice the caller already checked).
+fn read_word(bytes: &[u8]) -> u64 {
+    let mut word = [0u8; WORD_LEN];
+    for (to, from) in word.iter_mut().zip(bytes) {
+        *to = *from;
+    }
+    u64::from_be_bytes(word)
+}
+
 /// A decoded, read-only block: its bytes (a zero-copy slice of the file) and
 /// where its restart trailer starts.
 ///
@@ -132,8 +197,29 @@ pub struct Block {
     /// End of the entries, start of the restart offsets.
     entries_end: usize,
     num_restarts: usize,
+    /// Words of key trailer (see the module documentation); 0 for plain blocks.
+    trailer_words: usize,
     file: Arc<Path>,
     offset: u64,
+}
+
+/// Where one entry's parts lie in a block.
+struct EntryParts {
+    /// Body bytes shared with the previous key.
+    shared: usize,
+    /// The body bytes this entry stores.
+    body: Range<usize>,
+    trailer: StoredTrailer,
+    value: Range<usize>,
+}
+
+/// An entry's key trailer as stored.
+enum StoredTrailer {
+    /// At a restart point: the words' bytes, right after the body.
+    Whole(Range<usize>),
+    /// Elsewhere: each word XOR the previous key's (only the first
+    /// `trailer_words` are used).
+    Xor([u64; MAX_TRAILER_WORDS]),
 }
 
 impl std::fmt::Debug for Block {
@@ -149,18 +235,30 @@ impl std::fmt::Debug for Block {
 }
 
 impl Block {
-    /// Checks the trailer of `contents` (a block read from `file` at byte
-    /// `offset`) and wraps it. Restart offsets must start at 0, increase and
-    /// point inside the entries; otherwise [`Error::Corruption`].
+    /// Checks the trailer of `contents` (a plain block read from `file` at
+    /// byte `offset`) and wraps it. Restart offsets must start at 0, increase
+    /// and point inside the entries; otherwise [`Error::Corruption`].
     pub fn new(contents: Bytes, file: Arc<Path>, offset: u64) -> Result<Block> {
+        Block::with_key_trailer(contents, 0, file, offset)
+    }
+
+    /// [`Block::new`] for a block whose keys end with `trailer_words` words
+    /// (as built by [`BlockBuilder::with_key_trailer`]); more than
+    /// [`MAX_TRAILER_WORDS`] is [`Error::Corruption`].
+    pub fn with_key_trailer(contents: Bytes, trailer_words: usize, file: Arc<Path>, offset: u64) -> Result<Block> {
         let len = contents.len();
         let mut block = Block {
             contents,
             entries_end: 0,
             num_restarts: 0,
+            trailer_words,
             file,
             offset,
         };
+        if trailer_words > MAX_TRAILER_WORDS {
+            let what = format!("key trailer of {trailer_words} words (at most {MAX_TRAILER_WORDS})");
+            return Err(block.corruption(0, what));
+        }
         let count = match len.checked_sub(U32_LEN) {
             Some(at) => get_fixed32(&block.contents, at).unwrap_or(0),
             None => return Err(block.corruption(0, format!("block of {len} bytes has no restart count"))),
@@ -210,6 +308,7 @@ impl Block {
             key: Vec::with_capacity(64),
             value: 0..0,
             valid: false,
+            next_restart: 0,
         }
     }
 
@@ -232,10 +331,10 @@ impl Block {
         }
     }
 
-    /// Decodes the entry at `offset`: `(shared, range of the unshared key
-    /// bytes, range of the value)`, both ranges checked to lie within the
-    /// entries. The value range ends where the next entry starts.
-    fn decode_entry(&self, offset: usize) -> Result<(usize, Range<usize>, Range<usize>)> {
+    /// Decodes the entry at `offset` (a restart point or not: the trailer is
+    /// stored differently), checking that every part lies within the
+    /// entries. The value ends where the next entry starts.
+    fn decode_entry(&self, offset: usize, restart: bool) -> Result<EntryParts> {
         let bad = |what: &str| self.corruption(offset, format!("bad entry: {what}"));
         let input = self
             .contents
@@ -246,24 +345,47 @@ impl Block {
         let (unshared, n2) = get_varint32(rest).ok_or_else(|| bad("unshared length"))?;
         let rest = rest.get(n2..).unwrap_or_default();
         let (value_len, n3) = get_varint32(rest).ok_or_else(|| bad("value length"))?;
-        let key_start = offset + n1 + n2 + n3;
-        let value_end = key_start
+        let body_start = offset + n1 + n2 + n3;
+        let body_end = body_start
             .checked_add(unshared as usize)
-            .and_then(|key_end| key_end.checked_add(value_len as usize))
+            .filter(|&end| end <= self.entries_end)
+            .ok_or_else(|| bad("key runs past the entries"))?;
+        let (trailer, trailer_end) = if restart {
+            let end = body_end + self.trailer_words * WORD_LEN;
+            (StoredTrailer::Whole(body_end..end), end)
+        } else {
+            let mut words = [0u64; MAX_TRAILER_WORDS];
+            let mut at = body_end;
+            for word in words.iter_mut().take(self.trailer_words) {
+                let input = self.contents.get(at..self.entries_end).unwrap_or_default();
+                let (xor, n) = get_varint64(input).ok_or_else(|| bad("key trailer"))?;
+                *word = xor;
+                at += n;
+            }
+            (StoredTrailer::Xor(words), at)
+        };
+        let value_end = trailer_end
+            .checked_add(value_len as usize)
             .filter(|&end| end <= self.entries_end)
             .ok_or_else(|| bad("key or value runs past the entries"))?;
-        let key_end = key_start + unshared as usize; // <= value_end, checked above
-        Ok((shared as usize, key_start..key_end, key_end..value_end))
+        Ok(EntryParts {
+            shared: shared as usize,
+            body: body_start..body_end,
+            trailer,
+            value: trailer_end..value_end,
+        })
     }
 
-    /// The full key stored at a restart point (where `shared` must be 0).
+    /// The full key stored at a restart point (where `shared` must be 0):
+    /// body and trailer lie side by side, so it is one slice of the block.
     fn restart_key(&self, index: usize) -> Result<&[u8]> {
         let offset = self.restart_offset(index)?;
-        let (shared, key, _) = self.decode_entry(offset)?;
-        if shared != 0 {
-            return Err(self.corruption(offset, format!("restart point {index} shares {shared} key bytes")));
+        let entry = self.decode_entry(offset, true)?;
+        if entry.shared != 0 {
+            let what = format!("restart point {index} shares {} key bytes", entry.shared);
+            return Err(self.corruption(offset, what));
         }
-        Ok(self.contents.get(key).unwrap_or_default())
+        Ok(self.contents.get(entry.body.start..entry.value.start).unwrap_or_default())
     }
 
     /// An [`Error::Corruption`] at `offset_in_block`.
@@ -286,6 +408,9 @@ pub struct BlockIter {
     block: Block,
     /// Where the entry after the current one starts.
     next_offset: usize,
+    /// The first restart point not yet passed: tells whether the next entry
+    /// is one (and so stores its trailer whole).
+    next_restart: usize,
     key: Vec<u8>,
     value: Range<usize>,
     valid: bool,
@@ -296,6 +421,7 @@ impl BlockIter {
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.key.clear();
         self.next_offset = 0;
+        self.next_restart = 0;
         self.valid = true;
         self.next()
     }
@@ -322,6 +448,7 @@ impl BlockIter {
         }
         self.key.clear();
         self.next_offset = self.block.restart_offset(left)?;
+        self.next_restart = left;
         self.valid = true;
         self.next()?;
         while self.valid && self.key.as_slice() < target {
@@ -345,16 +472,44 @@ impl BlockIter {
             return Ok(());
         }
         let offset = self.next_offset;
-        let (shared, key, value) = self.block.decode_entry(offset)?;
-        if shared > self.key.len() {
-            let what = format!("entry shares {shared} bytes of a {}-byte previous key", self.key.len());
+        let restart = self.next_restart < self.block.num_restarts
+            && self.block.restart_offset(self.next_restart)? == offset;
+        let entry = self.block.decode_entry(offset, restart)?;
+        let trailer_len = self.block.trailer_words * WORD_LEN;
+        // The previous key's body; at a restart point there is none to share.
+        let previous_body = match restart {
+            true => 0,
+            false => self.key.len().checked_sub(trailer_len).unwrap_or(usize::MAX),
+        };
+        if entry.shared > previous_body || (restart && entry.shared != 0) {
+            let what = format!("entry shares {} bytes of a {}-byte previous key", entry.shared, self.key.len());
             return Err(self.block.corruption(offset, what));
         }
-        self.key.truncate(shared);
-        self.key
-            .extend_from_slice(self.block.contents.get(key).unwrap_or_default());
-        self.next_offset = value.end;
-        self.value = value;
+        let contents = &self.block.contents;
+        match entry.trailer {
+            StoredTrailer::Whole(trailer) => {
+                self.key.clear();
+                self.key.extend_from_slice(contents.get(entry.body).unwrap_or_default());
+                self.key.extend_from_slice(contents.get(trailer).unwrap_or_default());
+            }
+            StoredTrailer::Xor(xors) => {
+                let mut words = [0u64; MAX_TRAILER_WORDS];
+                let previous_trailer = self.key.get(previous_body..).unwrap_or_default();
+                for ((word, xor), last) in words.iter_mut().zip(xors).zip(previous_trailer.chunks_exact(WORD_LEN)) {
+                    *word = read_word(last) ^ xor;
+                }
+                self.key.truncate(entry.shared);
+                self.key.extend_from_slice(contents.get(entry.body).unwrap_or_default());
+                for word in words.iter().take(self.block.trailer_words) {
+                    self.key.extend_from_slice(&word.to_be_bytes());
+                }
+            }
+        }
+        if restart {
+            self.next_restart += 1;
+        }
+        self.next_offset = entry.value.end;
+        self.value = entry.value;
         self.valid = true;
         Ok(())
     }
@@ -387,6 +542,7 @@ impl BlockIter {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
@@ -601,7 +757,123 @@ mod tests {
         Ok(())
     }
 
+    /// `body` followed by the trailer words, big-endian.
+    fn with_trailer(body: &[u8], words: &[u64]) -> Vec<u8> {
+        let mut key = body.to_vec();
+        for word in words {
+            key.extend_from_slice(&word.to_be_bytes());
+        }
+        key
+    }
+
+    #[test]
+    fn key_trailers_are_stored_whole_at_restarts_and_as_xor_elsewhere() -> TestResult {
+        let mut builder = BlockBuilder::with_key_trailer(2, 2);
+        // Body "ab", then two words; the next key shares the body and the
+        // first word, and its second word differs in the low byte.
+        assert_eq!(builder.add(&with_trailer(b"ab", &[7, 0x1_0003]), b"x"), 2 + 16);
+        assert_eq!(builder.add(&with_trailer(b"ab", &[7, 0x1_0005]), b"y"), 2);
+        assert_eq!(builder.add(&with_trailer(b"b", &[7, 0x1_0005]), b"z"), 1 + 16);
+        let bytes = builder.finish();
+        #[rustfmt::skip]
+        let expected: Vec<u8> = [
+            &[0u8, 2, 1, b'a', b'b'][..],            // restart point: whole body
+            &[0, 0, 0, 0, 0, 0, 0, 7],               // and both words, 8 bytes each
+            &[0, 0, 0, 0, 0, 1, 0, 3],
+            b"x",
+            &[2, 0, 1, 0, 6, b'y'],                  // shares "ab"; 7^7 = 0, 5^3 = 6
+            &[0, 1, 1, b'b'],                        // restart point
+            &[0, 0, 0, 0, 0, 0, 0, 7],
+            &[0, 0, 0, 0, 0, 1, 0, 5],
+            b"z",
+            &[0, 0, 0, 0, 28, 0, 0, 0, 2, 0, 0, 0],  // restarts 0 and 28, count 2
+        ]
+        .concat();
+        assert_eq!(bytes, expected);
+
+        let block = Block::with_key_trailer(Bytes::from(bytes), 2, Arc::from(Path::new("test.sst")), 0)?;
+        let entries = collect(&block)?;
+        assert_eq!(
+            entries,
+            vec![
+                (with_trailer(b"ab", &[7, 0x1_0003]), b"x".to_vec()),
+                (with_trailer(b"ab", &[7, 0x1_0005]), b"y".to_vec()),
+                (with_trailer(b"b", &[7, 0x1_0005]), b"z".to_vec()),
+            ]
+        );
+        let mut iter = block.iter();
+        iter.seek(&with_trailer(b"ab", &[7, 0x1_0004]))?;
+        assert_eq!(iter.value(), Bytes::from_static(b"y"));
+        Ok(())
+    }
+
+    #[test]
+    fn a_key_trailer_past_the_entries_is_corruption() -> TestResult {
+        // Restart point "k" whose 8-byte trailer is cut to 3 bytes.
+        let bytes = vec![0, 1, 0, b'k', 0, 0, 7, 0, 0, 0, 0, 1, 0, 0, 0];
+        let block = Block::with_key_trailer(Bytes::from(bytes), 1, Arc::from(Path::new("test.sst")), 1000)?;
+        assert!(matches!(block.iter().seek_to_first(), Err(Error::Corruption { offset: 1000, .. })));
+        let too_wide = Block::with_key_trailer(Bytes::from(vec![0, 0, 0, 0]), 5, Arc::from(Path::new("t.sst")), 0);
+        assert!(matches!(too_wide, Err(Error::Corruption { .. })));
+        Ok(())
+    }
+
     proptest! {
+        #[test]
+        fn random_entries_with_key_trailers_round_trip_and_seek(
+            map in prop::collection::btree_map(
+                (prop::collection::vec(any::<u8>(), 0..6), 0u64..300, 0u64..3),
+                prop::collection::vec(any::<u8>(), 0..10),
+                0..200,
+            ),
+            interval in 1usize..20,
+            probe in (prop::collection::vec(any::<u8>(), 0..6), 0u64..300, 0u64..3),
+        ) {
+            let key = |(body, a, b): &(Vec<u8>, u64, u64)| with_trailer(body, &[!a, !b]);
+            // Byte order of the encoded keys is the order a table is built in.
+            let sorted: BTreeMap<Vec<u8>, Vec<u8>> = map.iter().map(|(k, v)| (key(k), v.clone())).collect();
+            let mut builder = BlockBuilder::with_key_trailer(interval, 2);
+            for (k, v) in &sorted {
+                builder.add(k, v);
+            }
+            let block = Block::with_key_trailer(Bytes::from(builder.finish()), 2, Arc::from(Path::new("t.sst")), 0)?;
+            let got = collect(&block)?;
+            let want: Vec<_> = sorted.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            prop_assert_eq!(got, want);
+
+            let probe = key(&probe);
+            let mut iter = block.iter();
+            iter.seek(&probe)?;
+            match sorted.range(probe..).next() {
+                Some((k, v)) => {
+                    prop_assert_eq!(iter.key(), k.as_slice());
+                    prop_assert_eq!(iter.value(), Bytes::from(v.clone()));
+                }
+                None => prop_assert!(!iter.valid()),
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic_a_block_with_a_key_trailer(
+            bytes in prop::collection::vec(any::<u8>(), 0..300),
+            words in 0usize..=MAX_TRAILER_WORDS,
+            target in prop::collection::vec(any::<u8>(), 0..20),
+        ) {
+            if let Ok(block) = Block::with_key_trailer(Bytes::from(bytes), words, Arc::from(Path::new("t.sst")), 0) {
+                let mut iter = block.iter();
+                let mut steps = 0;
+                if iter.seek_to_first().is_ok() {
+                    while iter.valid() && steps < 1000 {
+                        if iter.next().is_err() {
+                            break;
+                        }
+                        steps += 1;
+                    }
+                }
+                let _ = iter.seek(&target);
+            }
+        }
+
         #[test]
         fn random_sorted_entries_round_trip_and_seek(
             map in prop::collection::btree_map(

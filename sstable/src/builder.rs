@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::block::BlockBuilder;
+use crate::block::{BlockBuilder, MAX_TRAILER_WORDS};
 use crate::bloom::{filter_hash, BloomFilterBuilder};
 use crate::error::{io_error, Error, Result};
 use crate::format::{block_trailer, BlockHandle, BlockKind, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION};
@@ -51,6 +51,11 @@ pub struct TableOptions {
     /// Bloom filter bits per distinct filter key (default 10: about 1 % false
     /// positives for 1.25 bytes per key). 0 writes no filter.
     pub bloom_bits_per_key: u32,
+    /// Every key ends with this many big-endian `u64` words, which data
+    /// blocks store as XOR with the previous key's (see [`crate::BlockBuilder::with_key_trailer`]);
+    /// default 0, at most [`crate::MAX_TRAILER_WORDS`]. A key shorter than
+    /// its trailer is [`Error::TooShort`].
+    pub key_trailer_words: usize,
 }
 
 impl Default for TableOptions {
@@ -59,6 +64,7 @@ impl Default for TableOptions {
             block_size: 4096,
             restart_interval: 16,
             bloom_bits_per_key: 10,
+            key_trailer_words: 0,
         }
     }
 }
@@ -67,7 +73,7 @@ impl Default for TableOptions {
 ///
 /// Dropping a builder that was not finished removes its temporary file.
 /// After an I/O error the file is in an unknown state: drop the builder
-/// rather than adding more ([`Error::KeyOrder`] and [`Error::TooLarge`]
+/// rather than adding more ([`Error::KeyOrder`], [`Error::TooLarge`] and [`Error::TooShort`]
 /// change nothing and leave it usable).
 #[derive(Debug)]
 pub struct TableBuilder {
@@ -90,20 +96,31 @@ impl TableBuilder {
     /// Starts a table that [`finish`](Self::finish) will publish at `path`;
     /// until then it is written to `<path>.tmp` (replacing any left by a crash).
     pub fn create(path: &Path, options: TableOptions) -> Result<TableBuilder> {
+        if options.key_trailer_words > MAX_TRAILER_WORDS {
+            return Err(Error::TooLarge {
+                what: "key trailer (in words)",
+                len: options.key_trailer_words as u64,
+                max: MAX_TRAILER_WORDS as u64,
+            });
+        }
         let tmp_path = tmp_path_for(path);
         let file = fs::create(&tmp_path).map_err(io_error(&tmp_path))?;
         let filter = (options.bloom_bits_per_key > 0).then(|| BloomFilterBuilder::new(options.bloom_bits_per_key));
+        let props = TableProperties {
+            key_trailer_words: options.key_trailer_words as u64,
+            ..TableProperties::default()
+        };
         Ok(TableBuilder {
             path: path.to_path_buf(),
             tmp_path,
             file,
-            data_block: BlockBuilder::new(options.restart_interval),
+            data_block: BlockBuilder::with_key_trailer(options.restart_interval, options.key_trailer_words),
             index_block: BlockBuilder::new(options.restart_interval),
             filter,
             options,
             offset: 0,
             last_filter_key: None,
-            props: TableProperties::default(),
+            props,
             finished: false,
         })
     }
@@ -118,6 +135,13 @@ impl TableBuilder {
     pub fn add(&mut self, key: &[u8], value: &[u8], filter_key: &[u8], tombstone: bool) -> Result<()> {
         check_len("key", key.len(), MAX_KEY_LEN)?;
         check_len("value", value.len(), MAX_VALUE_LEN)?;
+        let trailer_len = self.options.key_trailer_words * 8;
+        if key.len() < trailer_len {
+            return Err(Error::TooShort {
+                len: key.len() as u64,
+                min: trailer_len as u64,
+            });
+        }
         if self.props.entries > 0 && key <= self.props.last_key.as_slice() {
             return Err(Error::KeyOrder {
                 previous: self.props.last_key.clone(),
@@ -318,6 +342,7 @@ pub(crate) mod tests {
             block_size: 4000,
             restart_interval: 1,
             bloom_bits_per_key: 10,
+            key_trailer_words: 0,
         };
         let mut builder = TableBuilder::create(path, options)?;
         for i in 0..120 {
@@ -346,11 +371,12 @@ pub(crate) mod tests {
             raw_value_bytes: 10_200,
             stored_key_bytes: 960,
             distinct_filter_keys: 120,
-            // data 12,027 + filter 156 + properties 41 + 5 + index 65 + footer 72.
-            file_size: 12_366,
+            key_trailer_words: 0,
+            // data 12,027 + filter 156 + properties 42 + 5 + index 65 + footer 72.
+            file_size: 12_367,
         };
         assert_eq!(props, expected);
-        assert_eq!(std::fs::metadata(&path)?.len(), 12_366);
+        assert_eq!(std::fs::metadata(&path)?.len(), 12_367);
         Ok(())
     }
 
@@ -444,6 +470,7 @@ pub(crate) mod tests {
             block_size: 4000,
             restart_interval: 1,
             bloom_bits_per_key: 10,
+            key_trailer_words: 0,
         };
         let mut builder = TableBuilder::create(&dir.path().join("t.sst"), options)?;
         assert_eq!(builder.estimated_file_size(), 0);

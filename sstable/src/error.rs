@@ -60,6 +60,15 @@ pub enum Error {
         /// The limit.
         max: u64,
     },
+    /// A key is shorter than the key trailer the table was built with
+    /// ([`crate::TableOptions::key_trailer_words`]).
+    #[error("key of {len} bytes is shorter than the {min}-byte key trailer")]
+    TooShort {
+        /// Its length.
+        len: u64,
+        /// The trailer's length.
+        min: u64,
+    },
 }
 
 /// The crate's result type.

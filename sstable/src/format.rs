@@ -32,7 +32,13 @@ use crate::coding::{get_fixed32, get_fixed64, get_varint64, put_varint64, varint
 use crate::error::{Error, Result};
 
 /// The format version this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// * 1: plain blocks.
+/// * 2: data blocks may store a key trailer
+///   ([`crate::TableOptions::key_trailer_words`], recorded in the properties).
+///
+/// Every version from 1 up is read.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The last 8 bytes of every table file: the bytes `cellarSS` read as a
 /// little-endian `u64`.
@@ -293,7 +299,7 @@ mod tests {
         let bytes = sample().encode();
         assert_eq!(bytes.len(), 72);
         assert_eq!(&bytes[..5], &[0xd2, 0x3e, 0x97, 0x01, 0x00]); // 8018, 151
-        assert_eq!(&bytes[60..64], &[1, 0, 0, 0]);
+        assert_eq!(&bytes[60..64], &FORMAT_VERSION.to_le_bytes());
         assert_eq!(&bytes[64..], b"cellarSS");
         assert_eq!(Footer::decode(&bytes, Path::new("t.sst"), 1000)?, sample());
         Ok(())
@@ -314,10 +320,13 @@ mod tests {
 
     #[test]
     fn newer_version_is_unsupported() {
-        let footer = Footer { version: 2, ..sample() };
+        let footer = Footer {
+            version: FORMAT_VERSION + 1,
+            ..sample()
+        };
         match Footer::decode(&footer.encode(), Path::new("t.sst"), 0) {
             Err(Error::UnsupportedVersion { found, supported, .. }) => {
-                assert_eq!((found, supported), (2, 1));
+                assert_eq!((found, supported), (FORMAT_VERSION + 1, FORMAT_VERSION));
             }
             other => panic!("expected unsupported version, got {other:?}"),
         }

@@ -9,10 +9,12 @@
 //! ```text
 //! properties = entries | tombstones | data_blocks | data_bytes | index_bytes
 //!            | filter_bytes | raw_key_bytes | raw_value_bytes | stored_key_bytes
-//!            | distinct_filter_keys                     (each a varint u64)
+//!            | distinct_filter_keys | key_trailer_words    (each a varint u64)
 //!            | first_key_len: varint | first_key | last_key_len: varint | last_key
 //!            | file_size: u64 LE
 //! ```
+//!
+//! Format version 1 had no `key_trailer_words` (its blocks are plain, 0).
 //!
 //! `file_size` is fixed-width because the block stores the size of the file
 //! that contains it: with a fixed width the builder knows the block's own size
@@ -22,6 +24,9 @@ use std::path::Path;
 
 use crate::coding::{get_fixed64, get_varint64, put_varint64};
 use crate::error::{Error, Result};
+
+/// Number of varint counters at the start of the block.
+const COUNTERS: usize = 11;
 
 /// Counts and sizes of one table file.
 ///
@@ -49,10 +54,13 @@ pub struct TableProperties {
     pub raw_key_bytes: u64,
     /// Sum of the lengths of all values.
     pub raw_value_bytes: u64,
-    /// Key bytes actually written: the unshared suffixes after prefix compression.
+    /// Key bytes actually written: the unshared parts after prefix
+    /// compression, plus key trailers as stored.
     pub stored_key_bytes: u64,
     /// Number of filter keys hashed into the filter (consecutive repeats once).
     pub distinct_filter_keys: u64,
+    /// Words of key trailer in data blocks ([`crate::TableOptions::key_trailer_words`]).
+    pub key_trailer_words: u64,
     /// Size of the whole file in bytes.
     pub file_size: u64,
 }
@@ -72,17 +80,18 @@ impl TableProperties {
         buf
     }
 
-    /// Decodes a properties block read from `file` at byte `offset`; any
-    /// malformed or trailing byte is [`Error::Corruption`].
-    pub fn decode(bytes: &[u8], file: &Path, offset: u64) -> Result<TableProperties> {
+    /// Decodes a properties block of format `version` read from `file` at
+    /// byte `offset`; any malformed or trailing byte is [`Error::Corruption`].
+    pub fn decode(bytes: &[u8], version: u32, file: &Path, offset: u64) -> Result<TableProperties> {
         let mut reader = Reader { bytes, at: 0 };
         let bad = |at: usize, what: &str| Error::Corruption {
             file: file.to_path_buf(),
             offset: offset + at as u64,
             what: format!("bad properties block: {what}"),
         };
-        let mut counters = [0u64; 10];
-        for counter in &mut counters {
+        let mut counters = [0u64; COUNTERS];
+        let stored = if version < 2 { COUNTERS - 1 } else { COUNTERS };
+        for counter in counters.iter_mut().take(stored) {
             *counter = reader.varint().ok_or_else(|| bad(reader.at, "counter"))?;
         }
         let first_key = reader.key().ok_or_else(|| bad(reader.at, "first key"))?;
@@ -91,7 +100,7 @@ impl TableProperties {
         if reader.at + 8 != bytes.len() {
             return Err(bad(reader.at + 8, "trailing bytes"));
         }
-        let [entries, tombstones, data_blocks, data_bytes, index_bytes, filter_bytes, raw_key_bytes, raw_value_bytes, stored_key_bytes, distinct_filter_keys] =
+        let [entries, tombstones, data_blocks, data_bytes, index_bytes, filter_bytes, raw_key_bytes, raw_value_bytes, stored_key_bytes, distinct_filter_keys, key_trailer_words] =
             counters;
         Ok(TableProperties {
             entries,
@@ -106,12 +115,13 @@ impl TableProperties {
             raw_value_bytes,
             stored_key_bytes,
             distinct_filter_keys,
+            key_trailer_words,
             file_size,
         })
     }
 
     /// The varint counters, in their order on disk.
-    fn counters(&self) -> [u64; 10] {
+    fn counters(&self) -> [u64; COUNTERS] {
         [
             self.entries,
             self.tombstones,
@@ -123,6 +133,7 @@ impl TableProperties {
             self.raw_value_bytes,
             self.stored_key_bytes,
             self.distinct_filter_keys,
+            self.key_trailer_words,
         ]
     }
 }
@@ -155,6 +166,7 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::FORMAT_VERSION;
 
     fn sample() -> TableProperties {
         TableProperties {
@@ -170,6 +182,7 @@ mod tests {
             raw_value_bytes: 200,
             stored_key_bytes: 15,
             distinct_filter_keys: 3,
+            key_trailer_words: 2,
             file_size: 460,
         }
     }
@@ -177,17 +190,17 @@ mod tests {
     #[test]
     fn properties_round_trip() -> Result<()> {
         let bytes = sample().encode();
-        // 10 counters (300 and 200 take 2 bytes each) + 1 + 5 + 1 + 6 + 8.
-        assert_eq!(bytes.len(), 12 + 6 + 7 + 8);
-        assert_eq!(TableProperties::decode(&bytes, Path::new("t.sst"), 0)?, sample());
+        // 11 counters (300 and 200 take 2 bytes each) + 1 + 5 + 1 + 6 + 8.
+        assert_eq!(bytes.len(), 13 + 6 + 7 + 8);
+        assert_eq!(TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 0)?, sample());
         Ok(())
     }
 
     #[test]
     fn empty_table_properties_round_trip() -> Result<()> {
         let empty = TableProperties::default();
-        assert_eq!(empty.encode().len(), 10 + 2 + 8);
-        assert_eq!(TableProperties::decode(&empty.encode(), Path::new("t.sst"), 0)?, empty);
+        assert_eq!(empty.encode().len(), 11 + 2 + 8);
+        assert_eq!(TableProperties::decode(&empty.encode(), FORMAT_VERSION, Path::new("t.sst"), 0)?, empty);
         Ok(())
     }
 
@@ -195,7 +208,7 @@ mod tests {
     fn truncated_properties_are_corruption() {
         let bytes = sample().encode();
         for len in 0..bytes.len() {
-            let result = TableProperties::decode(&bytes[..len], Path::new("t.sst"), 100);
+            let result = TableProperties::decode(&bytes[..len], FORMAT_VERSION, Path::new("t.sst"), 100);
             assert!(matches!(result, Err(Error::Corruption { .. })), "length {len}");
         }
     }
@@ -205,19 +218,30 @@ mod tests {
         let mut bytes = sample().encode();
         bytes.push(0);
         assert!(matches!(
-            TableProperties::decode(&bytes, Path::new("t.sst"), 100),
-            Err(Error::Corruption { offset: 133, .. })
+            TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 100),
+            Err(Error::Corruption { offset: 134, .. })
         ));
     }
 
     #[test]
     fn key_length_past_the_block_is_corruption() {
-        // Ten zero counters, then a first key claiming 1,000 bytes.
-        let mut bytes = vec![0u8; 10];
+        // Eleven zero counters, then a first key claiming 1,000 bytes.
+        let mut bytes = vec![0u8; 11];
         bytes.extend_from_slice(&[0xe8, 0x07]);
         assert!(matches!(
-            TableProperties::decode(&bytes, Path::new("t.sst"), 0),
-            Err(Error::Corruption { offset: 10, .. })
+            TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 0),
+            Err(Error::Corruption { offset: 11, .. })
         ));
+    }
+
+    #[test]
+    fn version_1_properties_have_no_key_trailer() -> Result<()> {
+        let v2 = sample().encode();
+        // A version-1 block: the same, without the last counter (2, one byte).
+        let mut v1 = v2[..12].to_vec();
+        v1.extend_from_slice(&v2[13..]);
+        let decoded = TableProperties::decode(&v1, 1, Path::new("t.sst"), 0)?;
+        assert_eq!(decoded, TableProperties { key_trailer_words: 0, ..sample() });
+        Ok(())
     }
 }

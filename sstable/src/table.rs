@@ -21,7 +21,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use memmap2::Mmap;
 
-use crate::block::{Block, BlockIter};
+use crate::block::{Block, BlockIter, MAX_TRAILER_WORDS};
 use crate::bloom::{filter_hash, BloomFilter};
 use crate::checksum::block_checksum;
 use crate::coding::get_fixed32;
@@ -204,11 +204,7 @@ impl Table {
         let mut previous: Option<Vec<u8>> = None;
         for entry in &self.index {
             let handle = entry.handle;
-            let block = Block::new(
-                self.read_verified(handle, BlockKind::Data)?,
-                Arc::clone(&self.path),
-                handle.offset,
-            )?;
+            let block = self.data_block(self.read_verified(handle, BlockKind::Data)?, handle)?;
             let mut iter = block.iter();
             iter.seek_to_first()?;
             if !iter.valid() {
@@ -282,7 +278,7 @@ impl Table {
             cost.record_data_block(handle.offset, handle.size_with_trailer());
         }
         let contents = self.read_verified_from(handle, kind, file)?;
-        Block::new(contents, Arc::clone(&self.path), handle.offset)
+        self.data_block(contents, handle)
     }
 
     /// The contents of the block at `handle` (a zero-copy slice of the map),
@@ -338,7 +334,14 @@ impl Table {
     fn load_properties(&self) -> Result<TableProperties> {
         let handle = self.footer.properties;
         let contents = self.read_verified(handle, BlockKind::Properties)?;
-        let properties = TableProperties::decode(&contents, &self.path, handle.offset)?;
+        let properties = TableProperties::decode(&contents, self.footer.version, &self.path, handle.offset)?;
+        if properties.key_trailer_words > MAX_TRAILER_WORDS as u64 {
+            let what = format!(
+                "key trailer of {} words (at most {MAX_TRAILER_WORDS})",
+                properties.key_trailer_words
+            );
+            return Err(self.corruption(handle.offset, what));
+        }
         if properties.file_size != self.file_size() {
             let what = format!(
                 "properties say the file is {} bytes, it is {}",
@@ -423,7 +426,11 @@ impl Table {
         };
         info.checksum_ok = true;
         if matches!(kind, BlockKind::Data | BlockKind::Index) {
-            let mut iter = Block::new(contents, Arc::clone(&self.path), handle.offset)?.iter();
+            let block = match kind {
+                BlockKind::Data => self.data_block(contents, handle)?,
+                _ => Block::new(contents, Arc::clone(&self.path), handle.offset)?,
+            };
+            let mut iter = block.iter();
             iter.seek_to_first()?;
             while iter.valid() {
                 if info.entries == 0 {
@@ -436,6 +443,12 @@ impl Table {
             }
         }
         Ok(info)
+    }
+
+    /// Wraps the contents of the data block at `handle`, with this table's key trailer.
+    fn data_block(&self, contents: Bytes, handle: BlockHandle) -> Result<Block> {
+        let words = self.properties.key_trailer_words as usize; // checked at open
+        Block::with_key_trailer(contents, words, Arc::clone(&self.path), handle.offset)
     }
 
     fn corruption(&self, offset: u64, what: String) -> Error {
@@ -862,8 +875,8 @@ mod tests {
             info(BlockKind::Data, 4009, 4004, 40, b"key00040", b"key00079"),
             info(BlockKind::Data, 8018, 4004, 40, b"key00080", b"key00119"),
             info(BlockKind::Filter, 12_027, 151, 0, b"", b""),
-            info(BlockKind::Properties, 12_183, 41, 0, b"", b""),
-            info(BlockKind::Index, 12_229, 60, 3, b"key00039", b"key00119"),
+            info(BlockKind::Properties, 12_183, 42, 0, b"", b""),
+            info(BlockKind::Index, 12_230, 60, 3, b"key00039", b"key00119"),
         ];
         assert_eq!(table.blocks()?, expected);
         Ok(())
@@ -877,7 +890,7 @@ mod tests {
             blocks: 6,
             data_blocks: 3,
             entries: 120,
-            bytes: 12_366,
+            bytes: 12_367,
         };
         assert_eq!(table.verify()?, expected);
         Ok(())
@@ -912,7 +925,7 @@ mod tests {
 
     #[test]
     fn a_flipped_byte_in_the_index_or_properties_fails_open_at_that_block() -> TestResult {
-        for (offset, block_offset) in [(12_229 + 3, 12_229), (12_183 + 1, 12_183), (12_027 + 7, 12_027)] {
+        for (offset, block_offset) in [(12_230 + 3, 12_230), (12_183 + 1, 12_183), (12_027 + 7, 12_027)] {
             let dir = tempfile::tempdir()?;
             let (path, _) = paged_table(&dir)?;
             flip_byte(&path, offset)?;
@@ -966,11 +979,11 @@ mod tests {
     fn a_bad_magic_number_is_corruption() -> TestResult {
         let dir = tempfile::tempdir()?;
         let (path, _) = paged_table(&dir)?;
-        flip_byte(&path, 12_365)?;
+        flip_byte(&path, 12_366)?;
         match Table::open(&path) {
             Err(Error::Corruption { file, offset, what }) => {
                 assert_eq!(file, path);
-                assert_eq!(offset, 12_358);
+                assert_eq!(offset, 12_359);
                 assert!(what.starts_with("bad magic"), "{what}");
             }
             other => panic!("expected corruption, got {other:?}"),
@@ -989,7 +1002,7 @@ mod tests {
         match Table::open(&path) {
             Err(Error::UnsupportedVersion { file, found, supported }) => {
                 assert_eq!(file, path);
-                assert_eq!((found, supported), (2, 1));
+                assert_eq!((found, supported), (FORMAT_VERSION + 1, FORMAT_VERSION));
             }
             other => panic!("expected unsupported version, got {other:?}"),
         }
@@ -1035,11 +1048,24 @@ mod tests {
             map in entry_map(),
             block_size in 1usize..600,
             restart_interval in 1usize..20,
-            probes in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..16), 1..20),
+            key_trailer_words in 0usize..=2,
+            probes in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..32), 1..20),
         ) {
             let dir = tempfile::tempdir()?;
             let path = dir.path().join("t.sst");
-            let options = TableOptions { block_size, restart_interval, bloom_bits_per_key: 10 };
+            // With a key trailer, every key gets one: small numbers derived
+            // from the key, so neighbours' words differ in a few low bytes.
+            let map: BTreeMap<Vec<u8>, Vec<u8>> = map
+                .into_iter()
+                .map(|(mut k, v)| {
+                    let seed = k.iter().fold(7u64, |h, &b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+                    for word in 0..key_trailer_words as u64 {
+                        k.extend_from_slice(&(seed.rotate_left(word as u32 * 29) % 100_000).to_be_bytes());
+                    }
+                    (k, v)
+                })
+                .collect();
+            let options = TableOptions { block_size, restart_interval, bloom_bits_per_key: 10, key_trailer_words };
             let mut builder = TableBuilder::create(&path, options)?;
             for (k, v) in &map {
                 builder.add(k, v, k, false)?;
@@ -1094,9 +1120,9 @@ mod tests {
 
         #[test]
         fn a_damaged_table_is_never_read_as_different_data(
-            offset in 0usize..12_366,
+            offset in 0usize..12_367,
             mask in 1u8..=255,
-            truncate_to in prop::option::of(0usize..12_366),
+            truncate_to in prop::option::of(0usize..12_367),
         ) {
             let dir = tempfile::tempdir()?;
             let (path, table) = paged_table(&dir)?;
