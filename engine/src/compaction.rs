@@ -14,6 +14,11 @@
 //! Which runs to merge is decided by [`choose`], a pure function of run sizes,
 //! so the policy is tested without any I/O. [`Compactor`] decides, entry by
 //! entry, what survives.
+//!
+//! A *bottommost* compaction (one whose inputs include the oldest run) also
+//! writes every sequence number as 0: nothing older exists to order against,
+//! every reader of the new version sees all of it, and the compacted run's
+//! keys then differ from their neighbours only where the cells do.
 
 use std::ops::Range;
 

@@ -165,6 +165,26 @@ pub fn escaped_len(bytes: &[u8]) -> usize {
     bytes.len() + bytes.iter().filter(|&&b| b == 0).count()
 }
 
+/// Copies `key` into `out` with its sequence number set to 0 (the kind stays).
+///
+/// A bottommost compaction writes every key this way (RocksDB does the same):
+/// no reader of its output can need the order of writes any more, and in a
+/// table block a zero sequence costs one byte instead of eight (see
+/// `cellar_sstable::BlockBuilder::with_key_trailer`). A key too short to have
+/// a suffix is copied unchanged.
+pub fn zero_sequence_into(key: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(key);
+    // The tag is `!(sequence << 8 | kind)`: its first 7 bytes hold the
+    // inverted sequence, so a zero sequence is seven 0xFF bytes.
+    let tag_start = out.len().saturating_sub(8);
+    if out.len() >= SUFFIX_LEN {
+        if let Some(sequence_bytes) = out.get_mut(tag_start..tag_start + 7) {
+            sequence_bytes.fill(0xFF);
+        }
+    }
+}
+
 /// Timestamp, sequence and kind of an encoded key, read from its fixed suffix.
 pub fn suffix(key: &[u8]) -> Option<(u64, u64, Kind)> {
     let at = key.len().checked_sub(SUFFIX_LEN)?;
@@ -270,6 +290,15 @@ mod tests {
         expected.extend_from_slice(&(!5u64).to_be_bytes());
         expected.extend_from_slice(&(!((7u64 << 8) | 1)).to_be_bytes());
         assert_eq!(key, expected);
+    }
+
+    #[test]
+    fn zeroing_the_sequence_keeps_everything_else() {
+        let mut out = Vec::new();
+        for kind in [Kind::Put, Kind::DeleteCell, Kind::DeleteRow] {
+            zero_sequence_into(&encode(b"r", b"c", 5, 123_456, kind), &mut out);
+            assert_eq!(out, encode(b"r", b"c", 5, 0, kind));
+        }
     }
 
     #[test]

@@ -74,6 +74,8 @@ impl<'a> TableOutput<'a> {
             let table_options = TableOptions {
                 block_size: self.options.block_size,
                 bloom_bits_per_key: self.options.bloom_bits_per_key,
+                // Timestamp and sequence/kind: stored as XOR with the previous key's.
+                key_trailer_words: key::SUFFIX_LEN / 8,
                 ..TableOptions::default()
             };
             let builder = TableBuilder::create(&path, table_options)?;

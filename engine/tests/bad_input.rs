@@ -95,7 +95,7 @@ fn a_table_of_a_future_format_version_is_unsupported_on_open() -> TestResult {
     std::fs::write(&table, &bytes)?;
     match Store::open(dir.path(), options()) {
         Err(Error::UnsupportedVersion { file, found, supported }) => {
-            assert_eq!((file, found, supported), (table, 7, 1));
+            assert_eq!((file, found, supported), (table, 7, cellar_sstable::FORMAT_VERSION));
         }
         other => panic!("expected UnsupportedVersion, got {:?}", other.err()),
     }

@@ -18,7 +18,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use cellar_engine::{Error, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy};
-use cellar_sstable::{BlockKind, Table, FOOTER_LEN};
+use cellar_sstable::{BlockKind, Table, FOOTER_LEN, FORMAT_VERSION};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 type Model = BTreeMap<String, String>;
@@ -309,14 +309,14 @@ fn damaged_table_footer_is_corruption_and_a_newer_version_is_unsupported() -> Te
     // A newer version: the store names the file and both versions.
     on_a_copy(
         pristine.path(),
-        |dir| write_at(&dir.join(&relative), footer + 60, &2u32.to_le_bytes()),
+        |dir| write_at(&dir.join(&relative), footer + 60, &(FORMAT_VERSION + 1).to_le_bytes()),
         |dir| match Store::open(dir, options(table_family())) {
             Err(Error::UnsupportedVersion { file, found, supported }) => {
                 assert_eq!(file, dir.join(&relative));
-                assert_eq!((found, supported), (2, 1));
+                assert_eq!((found, supported), (FORMAT_VERSION + 1, FORMAT_VERSION));
             }
             other => panic!(
-                "footer version 2: expected UnsupportedVersion, got {other:?}",
+                "a newer footer version: expected UnsupportedVersion, got {other:?}",
                 other = other.err()
             ),
         },

@@ -55,6 +55,37 @@ pub fn get_varint64(input: &[u8]) -> Option<(u64, usize)> {
     None
 }
 
+/// Longest varint encoding of a `u128`.
+pub const MAX_VARINT128_LEN: usize = 19;
+
+/// Appends `value` to `buf` as a varint (the same encoding as
+/// [`put_varint64`], for the few values wider than 64 bits).
+pub fn put_varint128(buf: &mut Vec<u8>, mut value: u128) {
+    while value >= 0x80 {
+        buf.push((value as u8 & 0x7f) | 0x80);
+        value >>= 7;
+    }
+    buf.push(value as u8);
+}
+
+/// Decodes a varint written by [`put_varint128`]; `None` if the input ends
+/// mid-varint or the varint is longer than 19 bytes or overflows 128 bits.
+pub fn get_varint128(input: &[u8]) -> Option<(u128, usize)> {
+    let mut value: u128 = 0;
+    for (i, &byte) in input.iter().take(MAX_VARINT128_LEN).enumerate() {
+        let low = u128::from(byte & 0x7f);
+        // The 19th byte may only carry the top two bits of a u128.
+        if i == MAX_VARINT128_LEN - 1 && low > 3 {
+            return None;
+        }
+        value |= low << (7 * i as u32);
+        if byte & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
 /// Decodes a varint that must fit in a `u32`; `None` as for [`get_varint64`]
 /// or if the value is larger than `u32::MAX`.
 pub fn get_varint32(input: &[u8]) -> Option<(u32, usize)> {
@@ -140,6 +171,23 @@ mod tests {
         // Fits in u64 but not in u32.
         assert_eq!(get_varint32(&[0xff, 0xff, 0xff, 0xff, 0x1f]), None);
         assert_eq!(get_varint32(&encode(u64::from(u32::MAX) + 1)), None);
+    }
+
+    #[test]
+    fn wide_varints_round_trip_and_agree_with_narrow_ones() {
+        for value in [0u128, 1, 300, u128::from(u64::MAX), u128::from(u64::MAX) << 3, u128::MAX] {
+            let mut buf = Vec::new();
+            put_varint128(&mut buf, value);
+            assert_eq!(get_varint128(&buf), Some((value, buf.len())), "value {value}");
+            if let Ok(narrow) = u64::try_from(value) {
+                assert_eq!(buf, encode(narrow));
+            }
+        }
+        assert_eq!(get_varint128(&[0xff; 20]), None);
+        let mut too_big = vec![0xff; 18];
+        too_big.push(0x04);
+        assert_eq!(get_varint128(&too_big), None);
+        assert_eq!(get_varint128(&[0x80]), None);
     }
 
     #[test]

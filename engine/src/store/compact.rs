@@ -54,9 +54,19 @@ impl Inner {
         let run = self.next_file.fetch_add(1, Ordering::SeqCst);
         let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, true);
         let mut seen = 0u64;
+        let mut zeroed = Vec::new();
         while merge.valid() {
             if compactor.keep(merge.key()) {
-                out.add(merge.key(), &merge.value())?;
+                // Bottommost output is the oldest data of the family, and every
+                // reader of the new version sees all of it: its sequence
+                // numbers order nothing any more, so they are zeroed.
+                let entry_key = if bottommost {
+                    key::zero_sequence_into(merge.key(), &mut zeroed);
+                    zeroed.as_slice()
+                } else {
+                    merge.key()
+                };
+                out.add(entry_key, &merge.value())?;
             }
             merge.next()?;
             seen += 1;
