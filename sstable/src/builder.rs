@@ -85,6 +85,9 @@ pub struct TableBuilder {
     offset: u64,
     data_block: BlockBuilder,
     index_block: BlockBuilder,
+    /// The last data block written, waiting for the next key to choose its
+    /// index key (see [`shortest_separator`]).
+    pending_index: Option<BlockHandle>,
     filter: Option<BloomFilterBuilder>,
     last_filter_key: Option<Vec<u8>>,
     /// Counted as entries arrive; `last_key` doubles as the order check.
@@ -116,6 +119,7 @@ impl TableBuilder {
             file,
             data_block: BlockBuilder::with_key_trailer(options.restart_interval, options.key_trailer_words),
             index_block: BlockBuilder::new(options.restart_interval),
+            pending_index: None,
             filter,
             options,
             offset: 0,
@@ -157,6 +161,11 @@ impl TableBuilder {
             self.last_filter_key = Some(filter_key.to_vec());
         }
 
+        if let Some(handle) = self.pending_index.take() {
+            // `last_key` is still the previous block's last key.
+            let separator = shortest_separator(&self.props.last_key, key);
+            self.add_index_entry(&separator, handle);
+        }
         let stored = self.data_block.add(key, value);
         let props = &mut self.props;
         if props.entries == 0 {
@@ -198,6 +207,12 @@ impl TableBuilder {
     /// the directory. Returns the table's properties.
     pub fn finish(mut self) -> Result<TableProperties> {
         self.flush_data_block()?;
+        if let Some(handle) = self.pending_index.take() {
+            // The last block's index key is its last key: a seek past it reads nothing.
+            let last_key = std::mem::take(&mut self.props.last_key);
+            self.add_index_entry(&last_key, handle);
+            self.props.last_key = last_key;
+        }
 
         let filter = self.filter.as_ref().map(BloomFilterBuilder::finish);
         let filter_handle = match filter {
@@ -242,22 +257,24 @@ impl TableBuilder {
         drop(self);
     }
 
-    /// Writes the pending data block and records its last key and handle in
-    /// the index. Does nothing if the block is empty.
+    /// Writes the pending data block; its index entry waits for the next
+    /// key (or for [`finish`](Self::finish)). Does nothing if the block is empty.
     fn flush_data_block(&mut self) -> Result<()> {
         if self.data_block.is_empty() {
             return Ok(());
         }
         let contents = self.data_block.finish();
         let handle = self.write_block(contents, BlockKind::Data)?;
-        let mut encoded = Vec::with_capacity(8);
-        handle.encode_to(&mut encoded);
-        // The index key is the block's last key itself. LevelDB shortens it to
-        // any separator between this block and the next; simpler, a bit larger.
-        self.index_block.add(&self.props.last_key, &encoded);
+        self.pending_index = Some(handle);
         self.props.data_blocks += 1;
         self.props.data_bytes += handle.size_with_trailer();
         Ok(())
+    }
+
+    fn add_index_entry(&mut self, index_key: &[u8], handle: BlockHandle) {
+        let mut encoded = Vec::with_capacity(8);
+        handle.encode_to(&mut encoded);
+        self.index_block.add(index_key, &encoded);
     }
 
     /// Appends `contents` and its trailer; returns the block's handle.
@@ -283,6 +300,41 @@ impl Drop for TableBuilder {
             let _ = fs::remove(&self.tmp_path);
         }
     }
+}
+
+/// A short key `s` with `start <= s < limit` (`start < limit`): the index
+/// key of a data block whose last key is `start` and whose next block starts
+/// at `limit`.
+///
+/// The index needs only a key that tells the two blocks apart, not the
+/// block's whole last key: between `user0042/email...` and `user0047/age...`
+/// the one-byte-longer `user0043` does. Shorter index keys make a smaller
+/// index, kept in memory for every open table (LevelDB's
+/// `FindShortestSeparator`, with RocksDB's refinement for neighbouring bytes).
+/// A seek for a key between `start` and `s` reads this block, finds nothing
+/// and moves on to the next block's first entry.
+pub(crate) fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
+    let common = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
+    let (Some(&s), Some(&l)) = (start.get(common), limit.get(common)) else {
+        return start.to_vec(); // one is a prefix of the other: nothing shorter fits
+    };
+    if s < l && s + 1 < l {
+        // Bump the first differing byte: `start[..=common]` with `s + 1`.
+        let mut separator = start[..=common].to_vec();
+        separator[common] = s + 1;
+        return separator;
+    }
+    if s < l {
+        // `s + 1 == l`: keep `s`, then bump the first later byte that can be.
+        for (j, &byte) in start.iter().enumerate().skip(common + 1) {
+            if byte < 0xff {
+                let mut separator = start[..=j].to_vec();
+                separator[j] = byte + 1;
+                return separator;
+            }
+        }
+    }
+    start.to_vec()
 }
 
 /// `<path>.tmp`.
@@ -378,6 +430,34 @@ pub(crate) mod tests {
         assert_eq!(props, expected);
         assert_eq!(std::fs::metadata(&path)?.len(), 12_367);
         Ok(())
+    }
+
+    #[test]
+    fn separators_are_short_and_between_their_neighbours() {
+        for (start, limit, expected) in [
+            (&b"user0042/email"[..], &b"user0047/age"[..], &b"user0043"[..]), // bump the first difference
+            (b"key00039", b"key00040", b"key0003:"),                            // neighbours: bump a later byte
+            (b"ab\xff\xff", b"ac", b"ab\xff\xff"),                            // nothing to bump: start itself
+            (b"abc", b"abcd", b"abc"),                                          // a prefix: start itself
+        ] {
+            let separator = shortest_separator(start, limit);
+            assert_eq!(separator, expected, "{start:?} .. {limit:?}");
+            assert!(start <= separator.as_slice() && separator.as_slice() < limit);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_separator_is_never_outside_its_neighbours(
+            a in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+            b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+        ) {
+            let (start, limit) = if a < b { (a, b) } else { (b, a) };
+            proptest::prop_assume!(start < limit);
+            let separator = shortest_separator(&start, &limit);
+            proptest::prop_assert!(start <= separator && separator < limit);
+            proptest::prop_assert!(separator.len() <= start.len());
+        }
     }
 
     #[test]

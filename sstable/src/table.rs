@@ -56,10 +56,12 @@ impl std::fmt::Debug for Table {
     }
 }
 
-/// An index entry: the last key of a data block and where the block is.
+/// An index entry: where a data block is, under a key that is at least its
+/// last key and less than the next block's first key (the last key itself for
+/// the table's last block).
 #[derive(Debug, Clone)]
 struct IndexEntry {
-    last_key: Vec<u8>,
+    separator: Vec<u8>,
     handle: BlockHandle,
 }
 
@@ -202,6 +204,7 @@ impl Table {
         report.bytes += FOOTER_LEN as u64;
 
         let mut previous: Option<Vec<u8>> = None;
+        let mut previous_separator: Option<&[u8]> = None;
         for entry in &self.index {
             let handle = entry.handle;
             let block = self.data_block(self.read_verified(handle, BlockKind::Data)?, handle)?;
@@ -210,6 +213,10 @@ impl Table {
             if !iter.valid() {
                 return Err(self.corruption(handle.offset, "empty data block".into()));
             }
+            if previous_separator.is_some_and(|separator| separator >= iter.key()) {
+                return Err(self.corruption(handle.offset, "first key is not past the previous index key".into()));
+            }
+            previous_separator = Some(entry.separator.as_slice());
             while iter.valid() {
                 if previous.as_deref().is_some_and(|p| p >= iter.key()) {
                     return Err(self.corruption(handle.offset, format!("key {:?} is out of order", iter.key())));
@@ -218,8 +225,8 @@ impl Table {
                 report.entries += 1;
                 iter.next()?;
             }
-            if previous.as_deref() != Some(entry.last_key.as_slice()) {
-                return Err(self.corruption(handle.offset, "last key differs from the index key".into()));
+            if previous.as_deref().is_none_or(|last| last > entry.separator.as_slice()) {
+                return Err(self.corruption(handle.offset, "last key is past the index key".into()));
             }
             report.data_blocks += 1;
             report.blocks += 1;
@@ -392,11 +399,11 @@ impl Table {
             if data_handle.end().is_none_or(|end| end > data_end) {
                 return Err(bad(format!("entry {} points past the data blocks", index.len())));
             }
-            if index.last().is_some_and(|last| last.last_key.as_slice() >= iter.key()) {
+            if index.last().is_some_and(|last| last.separator.as_slice() >= iter.key()) {
                 return Err(bad(format!("entry {} is out of order", index.len())));
             }
             index.push(IndexEntry {
-                last_key: iter.key().to_vec(),
+                separator: iter.key().to_vec(),
                 handle: data_handle,
             });
             iter.next()?;
@@ -488,8 +495,10 @@ impl TableIter {
 
     /// Positions at the first entry whose key is `>= target` (invalid if there
     /// is none). One index lookup (a binary search in memory, counted in
-    /// `index_lookups`), then at most one data block read: the first block
-    /// whose last key is `>= target` holds the answer.
+    /// `index_lookups`), then one data block read: the first block whose index
+    /// key is `>= target` holds the answer, unless `target` falls between the
+    /// block's last key and its (shortened) index key, when the answer is the
+    /// next block's first entry and a second block is read.
     pub fn seek(&mut self, target: &[u8]) -> Result<()> {
         let result = self.seek_inner(target);
         self.invalidate_on_error(result)
@@ -550,7 +559,7 @@ impl TableIter {
         let position = self
             .table
             .index
-            .partition_point(|entry| entry.last_key.as_slice() < target);
+            .partition_point(|entry| entry.separator.as_slice() < target);
         // A seek that lands in the block already in hand re-positions inside it:
         // the block was read (and counted) once, as a block cache would serve it.
         let reuse = self.block_index == position && self.block.is_some();
@@ -876,7 +885,7 @@ mod tests {
             info(BlockKind::Data, 8018, 4004, 40, b"key00080", b"key00119"),
             info(BlockKind::Filter, 12_027, 151, 0, b"", b""),
             info(BlockKind::Properties, 12_183, 42, 0, b"", b""),
-            info(BlockKind::Index, 12_230, 60, 3, b"key00039", b"key00119"),
+            info(BlockKind::Index, 12_230, 60, 3, b"key0003:", b"key00119"), // separators, then the last key
         ];
         assert_eq!(table.blocks()?, expected);
         Ok(())
