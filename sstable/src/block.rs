@@ -38,12 +38,15 @@
 //!
 //! ```text
 //! entry   = shared | unshared | value_len | body[shared..] | trailer | value
-//! trailer = the n words, 8 bytes each                 at a restart point (the key is stored whole)
+//! trailer = the n words, 8 bytes each                 in the block's first entry
 //!         | varint(xor_0 << (n-1) | changed_1..n-1)    elsewhere, then
 //!           varint(xor_i) for each later word that changed
 //! ```
 //!
 //! where `body` is the key without its trailer and `shared` counts body bytes.
+//! An entry XORs against the key before it, except at a restart point, which
+//! must decode on its own: it XORs against the block's first key, which a
+//! reader decodes once when it loads the block.
 //! cellar's keys end with a timestamp and a sequence/kind word: between two
 //! cells written a second apart and compacted (sequence zeroed), the trailer
 //! costs 2 bytes instead of 16. With `n = 0` this is exactly the plain format
@@ -80,6 +83,8 @@ pub struct BlockBuilder {
     trailer_words: usize,
     entries: usize,
     last_key: Vec<u8>,
+    /// The trailer of the block's first key: what restart points XOR against.
+    first_trailer: Vec<u8>,
 }
 
 impl BlockBuilder {
@@ -99,6 +104,7 @@ impl BlockBuilder {
             trailer_words: trailer_words.min(MAX_TRAILER_WORDS),
             entries: 0,
             last_key: Vec::new(),
+            first_trailer: Vec::new(),
         }
     }
 
@@ -125,17 +131,22 @@ impl BlockBuilder {
         put_varint64(&mut self.buf, value.len() as u64);
         self.buf.extend_from_slice(unshared);
         let trailer_start = self.buf.len();
-        if restart {
+        if self.entries == 0 {
             self.buf.extend_from_slice(trailer);
+            self.first_trailer.clear();
+            self.first_trailer.extend_from_slice(trailer);
         } else {
-            let last_trailer = self.last_key.get(self.last_key.len().saturating_sub(trailer_len)..).unwrap_or_default();
+            let base = match restart {
+                true => self.first_trailer.as_slice(),
+                false => self.last_key.get(self.last_key.len().saturating_sub(trailer_len)..).unwrap_or_default(),
+            };
             let mut xors = [0u64; MAX_TRAILER_WORDS];
-            for ((xor, word), last) in xors
+            for ((xor, word), base) in xors
                 .iter_mut()
                 .zip(trailer.chunks_exact(WORD_LEN))
-                .zip(last_trailer.chunks_exact(WORD_LEN))
+                .zip(base.chunks_exact(WORD_LEN))
             {
-                *xor = read_word(word) ^ read_word(last);
+                *xor = read_word(word) ^ read_word(base);
             }
             encode_trailer_xors(&mut self.buf, &xors[..self.trailer_words]);
         }
@@ -231,6 +242,8 @@ pub struct Block {
     num_restarts: usize,
     /// Words of key trailer (see the module documentation); 0 for plain blocks.
     trailer_words: usize,
+    /// The first key's trailer words, which restart points XOR against.
+    first_trailer: [u64; MAX_TRAILER_WORDS],
     file: Arc<Path>,
     offset: u64,
 }
@@ -247,10 +260,10 @@ struct EntryParts {
 
 /// An entry's key trailer as stored.
 enum StoredTrailer {
-    /// At a restart point: the words' bytes, right after the body.
+    /// In the block's first entry: the words' bytes, right after the body.
     Whole(Range<usize>),
-    /// Elsewhere: each word XOR the previous key's (only the first
-    /// `trailer_words` are used).
+    /// Elsewhere: each word XOR the previous key's, or at a restart point the
+    /// first key's (only the first `trailer_words` are used).
     Xor([u64; MAX_TRAILER_WORDS]),
 }
 
@@ -284,6 +297,7 @@ impl Block {
             entries_end: 0,
             num_restarts: 0,
             trailer_words,
+            first_trailer: [0; MAX_TRAILER_WORDS],
             file,
             offset,
         };
@@ -326,6 +340,14 @@ impl Block {
             }
             previous = Some(restart);
         }
+        if block.trailer_words > 0 && block.entries_end > 0 {
+            if let StoredTrailer::Whole(trailer) = block.decode_entry(0)?.trailer {
+                let bytes = block.contents.get(trailer).unwrap_or_default();
+                for (word, bytes) in block.first_trailer.iter_mut().zip(bytes.chunks_exact(WORD_LEN)) {
+                    *word = read_word(bytes);
+                }
+            }
+        }
         Ok(block)
     }
 
@@ -338,6 +360,7 @@ impl Block {
             // Room for a typical key, so decoding the first few keys does not
             // grow the buffer step by step.
             key: Vec::with_capacity(64),
+            probe: Vec::new(),
             value: 0..0,
             valid: false,
             next_restart: 0,
@@ -363,10 +386,10 @@ impl Block {
         }
     }
 
-    /// Decodes the entry at `offset` (a restart point or not: the trailer is
-    /// stored differently), checking that every part lies within the
+    /// Decodes the entry at `offset` (the first entry stores its trailer
+    /// whole, the others as XORs), checking that every part lies within the
     /// entries. The value ends where the next entry starts.
-    fn decode_entry(&self, offset: usize, restart: bool) -> Result<EntryParts> {
+    fn decode_entry(&self, offset: usize) -> Result<EntryParts> {
         let bad = |what: &str| self.corruption(offset, format!("bad entry: {what}"));
         let input = self
             .contents
@@ -382,7 +405,7 @@ impl Block {
             .checked_add(unshared as usize)
             .filter(|&end| end <= self.entries_end)
             .ok_or_else(|| bad("key runs past the entries"))?;
-        let (trailer, trailer_end) = if restart {
+        let (trailer, trailer_end) = if offset == 0 {
             let end = body_end + self.trailer_words * WORD_LEN;
             (StoredTrailer::Whole(body_end..end), end)
         } else {
@@ -416,16 +439,32 @@ impl Block {
         })
     }
 
-    /// The full key stored at a restart point (where `shared` must be 0):
-    /// body and trailer lie side by side, so it is one slice of the block.
-    fn restart_key(&self, index: usize) -> Result<&[u8]> {
+    /// Decodes the full key stored at a restart point (where `shared` must
+    /// be 0) into `key`.
+    fn restart_key(&self, index: usize, key: &mut Vec<u8>) -> Result<()> {
         let offset = self.restart_offset(index)?;
-        let entry = self.decode_entry(offset, true)?;
+        let entry = self.decode_entry(offset)?;
         if entry.shared != 0 {
             let what = format!("restart point {index} shares {} key bytes", entry.shared);
             return Err(self.corruption(offset, what));
         }
-        Ok(self.contents.get(entry.body.start..entry.value.start).unwrap_or_default())
+        key.clear();
+        key.extend_from_slice(self.contents.get(entry.body).unwrap_or_default());
+        self.push_trailer(&entry.trailer, &self.first_trailer, key);
+        Ok(())
+    }
+
+    /// Appends a decoded trailer to `key`: the stored bytes, or each XOR
+    /// applied to the matching word of `base`.
+    fn push_trailer(&self, trailer: &StoredTrailer, base: &[u64; MAX_TRAILER_WORDS], key: &mut Vec<u8>) {
+        match trailer {
+            StoredTrailer::Whole(bytes) => key.extend_from_slice(self.contents.get(bytes.clone()).unwrap_or_default()),
+            StoredTrailer::Xor(xors) => {
+                for (xor, base) in xors.iter().zip(base).take(self.trailer_words) {
+                    key.extend_from_slice(&(xor ^ base).to_be_bytes());
+                }
+            }
+        }
     }
 
     /// An [`Error::Corruption`] at `offset_in_block`.
@@ -452,6 +491,8 @@ pub struct BlockIter {
     /// is one (and so stores its trailer whole).
     next_restart: usize,
     key: Vec<u8>,
+    /// Restart keys decoded during a seek's binary search.
+    probe: Vec<u8>,
     value: Range<usize>,
     valid: bool,
 }
@@ -480,7 +521,8 @@ impl BlockIter {
         let (mut left, mut right) = (0, self.block.num_restarts - 1);
         while left < right {
             let mid = left + (right - left).div_ceil(2);
-            if self.block.restart_key(mid)? < target {
+            self.block.restart_key(mid, &mut self.probe)?;
+            if self.probe.as_slice() < target {
                 left = mid;
             } else {
                 right = mid - 1;
@@ -514,7 +556,7 @@ impl BlockIter {
         let offset = self.next_offset;
         let restart = self.next_restart < self.block.num_restarts
             && self.block.restart_offset(self.next_restart)? == offset;
-        let entry = self.block.decode_entry(offset, restart)?;
+        let entry = self.block.decode_entry(offset)?;
         let trailer_len = self.block.trailer_words * WORD_LEN;
         // The previous key's body; at a restart point there is none to share.
         let previous_body = match restart {
@@ -525,26 +567,19 @@ impl BlockIter {
             let what = format!("entry shares {} bytes of a {}-byte previous key", entry.shared, self.key.len());
             return Err(self.block.corruption(offset, what));
         }
-        let contents = &self.block.contents;
-        match entry.trailer {
-            StoredTrailer::Whole(trailer) => {
-                self.key.clear();
-                self.key.extend_from_slice(contents.get(entry.body).unwrap_or_default());
-                self.key.extend_from_slice(contents.get(trailer).unwrap_or_default());
-            }
-            StoredTrailer::Xor(xors) => {
-                let mut words = [0u64; MAX_TRAILER_WORDS];
-                let previous_trailer = self.key.get(previous_body..).unwrap_or_default();
-                for ((word, xor), last) in words.iter_mut().zip(xors).zip(previous_trailer.chunks_exact(WORD_LEN)) {
-                    *word = read_word(last) ^ xor;
-                }
-                self.key.truncate(entry.shared);
-                self.key.extend_from_slice(contents.get(entry.body).unwrap_or_default());
-                for word in words.iter().take(self.block.trailer_words) {
-                    self.key.extend_from_slice(&word.to_be_bytes());
-                }
+        // What the trailer's XORs apply to: the previous key's words, or at
+        // a restart point the block's first key's.
+        let mut base = self.block.first_trailer;
+        if !restart {
+            let previous_trailer = self.key.get(previous_body..).unwrap_or_default();
+            for (word, bytes) in base.iter_mut().zip(previous_trailer.chunks_exact(WORD_LEN)) {
+                *word = read_word(bytes);
             }
         }
+        self.key.truncate(entry.shared);
+        self.key
+            .extend_from_slice(self.block.contents.get(entry.body.clone()).unwrap_or_default());
+        self.block.push_trailer(&entry.trailer, &base, &mut self.key);
         if restart {
             self.next_restart += 1;
         }
@@ -807,13 +842,13 @@ mod tests {
     }
 
     #[test]
-    fn key_trailers_are_stored_whole_at_restarts_and_as_xor_elsewhere() -> TestResult {
+    fn key_trailers_are_stored_whole_once_and_as_xor_elsewhere() -> TestResult {
         let mut builder = BlockBuilder::with_key_trailer(2, 2);
         // Body "ab", then two words; the next key shares the body and the
         // first word, and its second word differs in the low byte.
         assert_eq!(builder.add(&with_trailer(b"ab", &[7, 0x1_0003]), b"x"), 2 + 16);
         assert_eq!(builder.add(&with_trailer(b"ab", &[7, 0x1_0005]), b"y"), 2);
-        assert_eq!(builder.add(&with_trailer(b"b", &[7, 0x1_0005]), b"z"), 1 + 16);
+        assert_eq!(builder.add(&with_trailer(b"b", &[7, 0x1_0005]), b"z"), 1 + 2);
         let bytes = builder.finish();
         #[rustfmt::skip]
         let expected: Vec<u8> = [
@@ -822,10 +857,7 @@ mod tests {
             &[0, 0, 0, 0, 0, 1, 0, 3],
             b"x",
             &[2, 0, 1, 1, 6, b'y'],                  // shares "ab"; 7^7 = 0 (bit: word 1 changed), 5^3 = 6
-            &[0, 1, 1, b'b'],                        // restart point
-            &[0, 0, 0, 0, 0, 0, 0, 7],
-            &[0, 0, 0, 0, 0, 1, 0, 5],
-            b"z",
+            &[0, 1, 1, b'b', 1, 6, b'z'],            // restart point: XOR with the first key's trailer
             &[0, 0, 0, 0, 28, 0, 0, 0, 2, 0, 0, 0],  // restarts 0 and 28, count 2
         ]
         .concat();
@@ -851,8 +883,9 @@ mod tests {
     fn a_key_trailer_past_the_entries_is_corruption() -> TestResult {
         // Restart point "k" whose 8-byte trailer is cut to 3 bytes.
         let bytes = vec![0, 1, 0, b'k', 0, 0, 7, 0, 0, 0, 0, 1, 0, 0, 0];
-        let block = Block::with_key_trailer(Bytes::from(bytes), 1, Arc::from(Path::new("test.sst")), 1000)?;
-        assert!(matches!(block.iter().seek_to_first(), Err(Error::Corruption { offset: 1000, .. })));
+        // The first key's trailer is decoded when the block is loaded.
+        let block = Block::with_key_trailer(Bytes::from(bytes), 1, Arc::from(Path::new("test.sst")), 1000);
+        assert!(matches!(block, Err(Error::Corruption { offset: 1000, .. })));
         let too_wide = Block::with_key_trailer(Bytes::from(vec![0, 0, 0, 0]), 5, Arc::from(Path::new("t.sst")), 0);
         assert!(matches!(too_wide, Err(Error::Corruption { .. })));
         Ok(())
