@@ -25,7 +25,10 @@
 //!
 //! The price is a few bytes per cell: 2 + 2 terminator bytes, 16 bytes of
 //! timestamp and sequence, plus one byte per zero byte in the row or column.
-//! Prefix compression in table blocks then removes most of the repeated row.
+//! Table blocks win most of it back: prefix compression removes the repeated
+//! row, and the 16-byte suffix is a *key trailer* stored as XORs against the
+//! previous key's (`cellar_sstable::BlockBuilder::with_key_trailer`), 1 to 3
+//! bytes when neighbouring cells were written close together or compacted.
 
 /// Bytes after the row and column that every key carries: timestamp and sequence/kind.
 pub const SUFFIX_LEN: usize = 16;

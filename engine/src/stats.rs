@@ -51,7 +51,8 @@ pub struct TableInfo {
     /// Full length of every internal key, summed: what the keys would cost
     /// without prefix compression.
     pub raw_key_bytes: u64,
-    /// Key bytes actually written after prefix compression (the unshared suffixes).
+    /// Key bytes actually written, after prefix compression and with the
+    /// timestamp and sequence stored as XORs against the previous key's.
     pub stored_key_bytes: u64,
     /// Length of every value, summed.
     pub raw_value_bytes: u64,

@@ -87,7 +87,7 @@ pub fn run(args: &Args, ctx: &Context, out: &mut dyn Write) -> Result<(), Error>
     )?;
     writeln!(
         out,
-        "keys: {} bytes raw, {} bytes stored after prefix compression; values: {} bytes",
+        "keys: {} bytes raw, {} bytes stored (prefix compression, key trailers); values: {} bytes",
         p.raw_key_bytes, p.stored_key_bytes, p.raw_value_bytes
     )?;
     if bad > 0 {

@@ -15,8 +15,10 @@
 //!
 //! - [`TableBuilder`] streams sorted entries into ~4 KiB data blocks
 //!   ([`block`](BlockBuilder) format: prefix-compressed keys with restart
-//!   points), then writes a Bloom filter, the [`TableProperties`], an index
-//!   (last key of each block -> [`BlockHandle`]) and a [`Footer`].
+//!   points, and optionally a *key trailer*: fixed numbers at the end of every
+//!   key stored as XORs against the previous key's), then writes a Bloom
+//!   filter, the [`TableProperties`], an index (a short separator after each
+//!   block -> [`BlockHandle`]) and a [`Footer`].
 //! - [`Table`] maps a file, keeps its index and filter in memory, and hands
 //!   out a [`TableIter`] that seeks with one index search and one data block.
 //! - Every data block read goes through one function, which records it in a

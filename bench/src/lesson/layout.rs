@@ -89,7 +89,7 @@ pub struct FamilyBytes {
     pub value_bytes: u64,
     /// Internal key bytes before prefix compression.
     pub raw_key_bytes: u64,
-    /// Key bytes written after prefix compression.
+    /// Key bytes written, after prefix compression and key-trailer XORs.
     pub stored_key_bytes: u64,
     /// Data block bytes: keys, values, entry headers, restart arrays, trailers.
     pub data_bytes: u64,
@@ -121,7 +121,7 @@ impl FamilyBytes {
         f
     }
 
-    /// Key bytes per cell after prefix compression.
+    /// Key bytes per cell as stored.
     pub fn key_bytes_per_cell(&self) -> f64 {
         ratio(self.stored_key_bytes, self.cells)
     }
@@ -362,7 +362,8 @@ impl LayoutReport {
         g.render(&mut out);
         out.push_str(
             "keys, raw: the internal key of every cell (row, column, 16-byte timestamp and sequence);\n\
-             keys, stored: what is left after prefix compression against the previous key;\n\
+             keys, stored: what is left once each key shares its front with the previous key (prefix\n\
+             compression) and stores its timestamp and sequence as XORs against the previous key's;\n\
              block overhead: entry headers, restart arrays and block trailers.\n",
         );
 
@@ -425,7 +426,7 @@ impl LayoutReport {
             &pages(c.row_layout.pages_touched),
             &format!(
                 "The lesson's pages hold field bytes only ({} bytes). cellar's row-layout file also stores a key \
-                 with each of its {} cells ({} bytes after prefix compression, {:.1} per cell) and {} bytes of \
+                 with each of its {} cells ({} bytes as stored, {:.1} per cell) and {} bytes of \
                  entry headers, restart arrays and trailers; the query reads every one of its {} data blocks.",
                 thousands(row.value_bytes),
                 thousands(row.cells),
@@ -441,8 +442,8 @@ impl LayoutReport {
             &pages(c.family_layout.pages_touched),
             &format!(
                 "The circulation fields are {} bytes, {:.1} per cell; each cell also carries its key: row, \
-                 column name and a 16-byte timestamp and sequence, {:.1} bytes per cell after prefix compression \
-                 ({} bytes in all). In this family the keys outweigh the values {:.0} to 1.",
+                 column name, timestamp and sequence, {:.1} bytes per cell as stored ({} bytes in all), most \
+                 of it the column name. In this family the keys outweigh the values {:.0} to 1.",
                 thousands(circulation.value_bytes),
                 ratio(circulation.value_bytes, circulation.cells),
                 circulation.key_bytes_per_cell(),

@@ -8,6 +8,8 @@
 pub mod cellar;
 pub mod db_bench;
 pub mod fjall;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
 pub mod workloads;
 
 use std::collections::BTreeMap;
@@ -23,8 +25,16 @@ use workloads::{Adapter, Measured, RunReport, WORKLOADS};
 /// Bytes of one db_bench entry: 16-byte key + 100-byte value.
 pub const ENTRY_BYTES: u64 = (workloads::KEY_BYTES + workloads::VALUE_BYTES) as u64;
 
-/// The engines run in process (by a child of this binary).
-pub const IN_PROCESS: [&str; 4] = ["cellar", "cellar-buffered", "cellar-wide", "fjall"];
+/// The engines run in process (by a child of this binary); `rocksdb` too when
+/// the `rocksdb` feature built it.
+pub const IN_PROCESS: &[&str] = &[
+    "cellar",
+    "cellar-buffered",
+    "cellar-wide",
+    "fjall",
+    #[cfg(feature = "rocksdb")]
+    "rocksdb",
+];
 
 /// Opens an in-process engine by name.
 pub fn open(engine: &str, dir: &Path) -> Result<Box<dyn Adapter>> {
@@ -33,6 +43,8 @@ pub fn open(engine: &str, dir: &Path) -> Result<Box<dyn Adapter>> {
         "cellar-buffered" => Ok(Box::new(cellar::Cellar::open(dir, false, SyncPolicy::Buffered)?)),
         "cellar-wide" => Ok(Box::new(cellar::Cellar::open(dir, true, SyncPolicy::Never)?)),
         "fjall" => Ok(Box::new(fjall::Fjall::open(dir)?)),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Ok(Box::new(rocksdb::RocksDb::open(dir)?)),
         other => Err(Error::Peer(format!("unknown engine `{other}`"))),
     }
 }
@@ -126,7 +138,8 @@ pub struct Config {
 
 /// The engines present on this machine: cellar (log handed to the OS per write,
 /// as RocksDB does), cellar-buffered (log buffered in the process, as fjall's
-/// journal is), cellar-wide, fjall, and db_bench if found.
+/// journal is), cellar-wide, fjall, rocksdb (with the `rocksdb` feature) and
+/// db_bench if found.
 pub fn default_engines() -> Vec<String> {
     let mut engines: Vec<String> = IN_PROCESS.iter().map(|s| s.to_string()).collect();
     if db_bench::find().is_some() {
