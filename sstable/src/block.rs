@@ -122,7 +122,10 @@ impl BlockBuilder {
             self.restarts.push(offset);
             0
         } else {
-            let last_body = self.last_key.get(..self.last_key.len().saturating_sub(trailer_len)).unwrap_or_default();
+            let last_body = self
+                .last_key
+                .get(..self.last_key.len().saturating_sub(trailer_len))
+                .unwrap_or_default();
             common_prefix_len(last_body, body)
         };
         let unshared = body.get(shared..).unwrap_or_default();
@@ -138,7 +141,10 @@ impl BlockBuilder {
         } else {
             let base = match restart {
                 true => self.first_trailer.as_slice(),
-                false => self.last_key.get(self.last_key.len().saturating_sub(trailer_len)..).unwrap_or_default(),
+                false => self
+                    .last_key
+                    .get(self.last_key.len().saturating_sub(trailer_len)..)
+                    .unwrap_or_default(),
             };
             let mut xors = [0u64; MAX_TRAILER_WORDS];
             for ((xor, word), base) in xors
@@ -148,7 +154,7 @@ impl BlockBuilder {
             {
                 *xor = read_word(word) ^ read_word(base);
             }
-            encode_trailer_xors(&mut self.buf, &xors[..self.trailer_words]);
+            encode_trailer_xors(&mut self.buf, xors.get(..self.trailer_words).unwrap_or_default());
         }
         let stored = unshared.len() + (self.buf.len() - trailer_start);
         self.buf.extend_from_slice(value);
@@ -221,7 +227,11 @@ fn encode_trailer_xors(buf: &mut Vec<u8>, xors: &[u64]) {
 
 /// A key-trailer word: 8 big-endian bytes (fewer read as zero-padded, which
 /// only happens on a slice the caller already checked).
+#[inline]
 fn read_word(bytes: &[u8]) -> u64 {
+    if let Ok(word) = <[u8; WORD_LEN]>::try_from(bytes) {
+        return u64::from_be_bytes(word);
+    }
     let mut word = [0u8; WORD_LEN];
     for (to, from) in word.iter_mut().zip(bytes) {
         *to = *from;
@@ -364,6 +374,8 @@ impl Block {
             value: 0..0,
             valid: false,
             next_restart: 0,
+            next_restart_offset: 0,
+            words: [0; MAX_TRAILER_WORDS],
         }
     }
 
@@ -389,18 +401,26 @@ impl Block {
     /// Decodes the entry at `offset` (the first entry stores its trailer
     /// whole, the others as XORs), checking that every part lies within the
     /// entries. The value ends where the next entry starts.
+    #[inline]
     fn decode_entry(&self, offset: usize) -> Result<EntryParts> {
         let bad = |what: &str| self.corruption(offset, format!("bad entry: {what}"));
         let input = self
             .contents
             .get(offset..self.entries_end)
             .ok_or_else(|| bad("offset past the entries"))?;
-        let (shared, n1) = get_varint32(input).ok_or_else(|| bad("shared length"))?;
-        let rest = input.get(n1..).unwrap_or_default();
-        let (unshared, n2) = get_varint32(rest).ok_or_else(|| bad("unshared length"))?;
-        let rest = rest.get(n2..).unwrap_or_default();
-        let (value_len, n3) = get_varint32(rest).ok_or_else(|| bad("value length"))?;
-        let body_start = offset + n1 + n2 + n3;
+        let (shared, unshared, value_len, header) = match input {
+            // The common case, LevelDB's fast path: all three lengths fit in a byte.
+            [a, b, c, ..] if (a | b | c) < 0x80 => (u32::from(*a), u32::from(*b), u32::from(*c), 3),
+            _ => {
+                let (shared, n1) = get_varint32(input).ok_or_else(|| bad("shared length"))?;
+                let rest = input.get(n1..).unwrap_or_default();
+                let (unshared, n2) = get_varint32(rest).ok_or_else(|| bad("unshared length"))?;
+                let rest = rest.get(n2..).unwrap_or_default();
+                let (value_len, n3) = get_varint32(rest).ok_or_else(|| bad("value length"))?;
+                (shared, unshared, value_len, n1 + n2 + n3)
+            }
+        };
+        let body_start = offset + header;
         let body_end = body_start
             .checked_add(unshared as usize)
             .filter(|&end| end <= self.entries_end)
@@ -413,7 +433,11 @@ impl Block {
             let mut at = body_end;
             if let Some((first, later)) = xors.get_mut(..self.trailer_words).and_then(|x| x.split_first_mut()) {
                 let input = self.contents.get(at..self.entries_end).unwrap_or_default();
-                let (head, n) = get_varint128(input).ok_or_else(|| bad("key trailer"))?;
+                // Almost every head fits in 64 bits: decode it as such first.
+                let (head, n) = match get_varint64(input) {
+                    Some((head, n)) => (u128::from(head), n),
+                    None => get_varint128(input).ok_or_else(|| bad("key trailer"))?,
+                };
                 at += n;
                 *first = u64::try_from(head >> later.len()).map_err(|_| bad("key trailer"))?;
                 for (bit, xor) in later.iter_mut().enumerate() {
@@ -439,19 +463,28 @@ impl Block {
         })
     }
 
-    /// Decodes the full key stored at a restart point (where `shared` must
-    /// be 0) into `key`.
-    fn restart_key(&self, index: usize, key: &mut Vec<u8>) -> Result<()> {
+    /// Whether the key stored at restart point `index` (where `shared` must
+    /// be 0) is less than `target`. The body alone usually decides; only
+    /// when it is a prefix of `target` is the whole key decoded (into `key`).
+    fn restart_key_is_less(&self, index: usize, target: &[u8], key: &mut Vec<u8>) -> Result<bool> {
         let offset = self.restart_offset(index)?;
         let entry = self.decode_entry(offset)?;
         if entry.shared != 0 {
             let what = format!("restart point {index} shares {} key bytes", entry.shared);
             return Err(self.corruption(offset, what));
         }
-        key.clear();
-        key.extend_from_slice(self.contents.get(entry.body).unwrap_or_default());
-        self.push_trailer(&entry.trailer, &self.first_trailer, key);
-        Ok(())
+        let body = self.contents.get(entry.body).unwrap_or_default();
+        match target.get(..body.len()) {
+            Some(front) if front == body => {
+                key.clear();
+                key.extend_from_slice(body);
+                self.push_trailer(&entry.trailer, &self.first_trailer, key);
+                Ok(key.as_slice() < target)
+            }
+            // The body differs from `target` within its length, or `target`
+            // ends first: either way the body decides.
+            _ => Ok(body < target),
+        }
     }
 
     /// Appends a decoded trailer to `key`: the stored bytes, or each XOR
@@ -487,10 +520,13 @@ pub struct BlockIter {
     block: Block,
     /// Where the entry after the current one starts.
     next_offset: usize,
-    /// The first restart point not yet passed: tells whether the next entry
-    /// is one (and so stores its trailer whole).
+    /// The first restart point not yet passed, and its offset (`usize::MAX`
+    /// past the last): tells whether the next entry is one.
     next_restart: usize,
+    next_restart_offset: usize,
     key: Vec<u8>,
+    /// The current key's trailer words, which the next entry's XORs apply to.
+    words: [u64; MAX_TRAILER_WORDS],
     /// Restart keys decoded during a seek's binary search.
     probe: Vec<u8>,
     value: Range<usize>,
@@ -502,7 +538,7 @@ impl BlockIter {
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.key.clear();
         self.next_offset = 0;
-        self.next_restart = 0;
+        self.set_next_restart(0);
         self.valid = true;
         self.next()
     }
@@ -521,8 +557,7 @@ impl BlockIter {
         let (mut left, mut right) = (0, self.block.num_restarts - 1);
         while left < right {
             let mid = left + (right - left).div_ceil(2);
-            self.block.restart_key(mid, &mut self.probe)?;
-            if self.probe.as_slice() < target {
+            if self.block.restart_key_is_less(mid, target, &mut self.probe)? {
                 left = mid;
             } else {
                 right = mid - 1;
@@ -530,7 +565,7 @@ impl BlockIter {
         }
         self.key.clear();
         self.next_offset = self.block.restart_offset(left)?;
-        self.next_restart = left;
+        self.set_next_restart(left);
         self.valid = true;
         self.next()?;
         while self.valid && self.key.as_slice() < target {
@@ -554,8 +589,7 @@ impl BlockIter {
             return Ok(());
         }
         let offset = self.next_offset;
-        let restart = self.next_restart < self.block.num_restarts
-            && self.block.restart_offset(self.next_restart)? == offset;
+        let restart = offset == self.next_restart_offset;
         let entry = self.block.decode_entry(offset)?;
         let trailer_len = self.block.trailer_words * WORD_LEN;
         // The previous key's body; at a restart point there is none to share.
@@ -564,29 +598,60 @@ impl BlockIter {
             false => self.key.len().checked_sub(trailer_len).unwrap_or(usize::MAX),
         };
         if entry.shared > previous_body || (restart && entry.shared != 0) {
-            let what = format!("entry shares {} bytes of a {}-byte previous key", entry.shared, self.key.len());
+            let what = format!(
+                "entry shares {} bytes of a {}-byte previous key",
+                entry.shared,
+                self.key.len()
+            );
             return Err(self.block.corruption(offset, what));
-        }
-        // What the trailer's XORs apply to: the previous key's words, or at
-        // a restart point the block's first key's.
-        let mut base = self.block.first_trailer;
-        if !restart {
-            let previous_trailer = self.key.get(previous_body..).unwrap_or_default();
-            for (word, bytes) in base.iter_mut().zip(previous_trailer.chunks_exact(WORD_LEN)) {
-                *word = read_word(bytes);
-            }
         }
         self.key.truncate(entry.shared);
         self.key
             .extend_from_slice(self.block.contents.get(entry.body.clone()).unwrap_or_default());
-        self.block.push_trailer(&entry.trailer, &base, &mut self.key);
+        let words = self.words.get_mut(..self.block.trailer_words).unwrap_or_default();
+        match entry.trailer {
+            StoredTrailer::Whole(bytes) => {
+                let bytes = self.block.contents.get(bytes).unwrap_or_default();
+                for (word, bytes) in words.iter_mut().zip(bytes.chunks_exact(WORD_LEN)) {
+                    *word = read_word(bytes);
+                }
+            }
+            StoredTrailer::Xor(xors) => {
+                // The XORs apply to the previous key's words, or at a restart
+                // point to the block's first key's.
+                if restart {
+                    for (word, first) in words.iter_mut().zip(self.block.first_trailer) {
+                        *word = first;
+                    }
+                }
+                for (word, xor) in words.iter_mut().zip(xors) {
+                    *word ^= xor;
+                }
+            }
+        }
+        let mut bytes = [0u8; MAX_TRAILER_WORDS * WORD_LEN];
+        for (chunk, word) in bytes.chunks_exact_mut(WORD_LEN).zip(words.iter()) {
+            chunk.copy_from_slice(&word.to_be_bytes());
+        }
+        self.key
+            .extend_from_slice(bytes.get(..words.len() * WORD_LEN).unwrap_or_default());
         if restart {
-            self.next_restart += 1;
+            self.set_next_restart(self.next_restart + 1);
         }
         self.next_offset = entry.value.end;
         self.value = entry.value;
         self.valid = true;
         Ok(())
+    }
+
+    /// Remembers that restart point `index` is the next one to meet.
+    fn set_next_restart(&mut self, index: usize) {
+        self.next_restart = index;
+        self.next_restart_offset = match index < self.block.num_restarts {
+            // Offsets were checked when the block was loaded.
+            true => self.block.restart_offset(index).unwrap_or(usize::MAX),
+            false => usize::MAX,
+        };
     }
 
     /// True when positioned at an entry.

@@ -318,20 +318,19 @@ pub(crate) fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
     let (Some(&s), Some(&l)) = (start.get(common), limit.get(common)) else {
         return start.to_vec(); // one is a prefix of the other: nothing shorter fits
     };
+    // `start[..at]` followed by `byte`.
+    let bumped = |at: usize, byte: u8| {
+        let mut separator = start.get(..at).unwrap_or_default().to_vec();
+        separator.push(byte);
+        separator
+    };
     if s < l && s + 1 < l {
-        // Bump the first differing byte: `start[..=common]` with `s + 1`.
-        let mut separator = start[..=common].to_vec();
-        separator[common] = s + 1;
-        return separator;
+        return bumped(common, s + 1); // bump the first differing byte
     }
     if s < l {
         // `s + 1 == l`: keep `s`, then bump the first later byte that can be.
-        for (j, &byte) in start.iter().enumerate().skip(common + 1) {
-            if byte < 0xff {
-                let mut separator = start[..=j].to_vec();
-                separator[j] = byte + 1;
-                return separator;
-            }
+        if let Some((j, &byte)) = start.iter().enumerate().skip(common + 1).find(|(_, &b)| b < 0xff) {
+            return bumped(j, byte + 1);
         }
     }
     start.to_vec()
@@ -436,9 +435,9 @@ pub(crate) mod tests {
     fn separators_are_short_and_between_their_neighbours() {
         for (start, limit, expected) in [
             (&b"user0042/email"[..], &b"user0047/age"[..], &b"user0043"[..]), // bump the first difference
-            (b"key00039", b"key00040", b"key0003:"),                            // neighbours: bump a later byte
+            (b"key00039", b"key00040", b"key0003:"),                          // neighbours: bump a later byte
             (b"ab\xff\xff", b"ac", b"ab\xff\xff"),                            // nothing to bump: start itself
-            (b"abc", b"abcd", b"abc"),                                          // a prefix: start itself
+            (b"abc", b"abcd", b"abc"),                                        // a prefix: start itself
         ] {
             let separator = shortest_separator(start, limit);
             assert_eq!(separator, expected, "{start:?} .. {limit:?}");

@@ -38,6 +38,7 @@ pub fn varint_len(value: u64) -> usize {
 /// Decodes a varint from the start of `input`, returning the value and the
 /// number of bytes it took, or `None` if the input ends mid-varint or the
 /// varint is longer than 10 bytes or overflows 64 bits.
+#[inline]
 pub fn get_varint64(input: &[u8]) -> Option<(u64, usize)> {
     let mut value: u64 = 0;
     for (i, &byte) in input.iter().take(MAX_VARINT64_LEN).enumerate() {
@@ -70,7 +71,11 @@ pub fn put_varint128(buf: &mut Vec<u8>, mut value: u128) {
 
 /// Decodes a varint written by [`put_varint128`]; `None` if the input ends
 /// mid-varint or the varint is longer than 19 bytes or overflows 128 bits.
+#[inline]
 pub fn get_varint128(input: &[u8]) -> Option<(u128, usize)> {
+    if let Some(&byte) = input.first().filter(|&&b| b < 0x80) {
+        return Some((u128::from(byte), 1)); // the common case: one byte
+    }
     let mut value: u128 = 0;
     for (i, &byte) in input.iter().take(MAX_VARINT128_LEN).enumerate() {
         let low = u128::from(byte & 0x7f);
@@ -88,6 +93,7 @@ pub fn get_varint128(input: &[u8]) -> Option<(u128, usize)> {
 
 /// Decodes a varint that must fit in a `u32`; `None` as for [`get_varint64`]
 /// or if the value is larger than `u32::MAX`.
+#[inline]
 pub fn get_varint32(input: &[u8]) -> Option<(u32, usize)> {
     let (value, len) = get_varint64(input)?;
     if len > MAX_VARINT32_LEN {
@@ -175,7 +181,14 @@ mod tests {
 
     #[test]
     fn wide_varints_round_trip_and_agree_with_narrow_ones() {
-        for value in [0u128, 1, 300, u128::from(u64::MAX), u128::from(u64::MAX) << 3, u128::MAX] {
+        for value in [
+            0u128,
+            1,
+            300,
+            u128::from(u64::MAX),
+            u128::from(u64::MAX) << 3,
+            u128::MAX,
+        ] {
             let mut buf = Vec::new();
             put_varint128(&mut buf, value);
             assert_eq!(get_varint128(&buf), Some((value, buf.len())), "value {value}");

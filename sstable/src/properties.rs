@@ -192,7 +192,10 @@ mod tests {
         let bytes = sample().encode();
         // 11 counters (300 and 200 take 2 bytes each) + 1 + 5 + 1 + 6 + 8.
         assert_eq!(bytes.len(), 13 + 6 + 7 + 8);
-        assert_eq!(TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 0)?, sample());
+        assert_eq!(
+            TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 0)?,
+            sample()
+        );
         Ok(())
     }
 
@@ -200,7 +203,10 @@ mod tests {
     fn empty_table_properties_round_trip() -> Result<()> {
         let empty = TableProperties::default();
         assert_eq!(empty.encode().len(), 11 + 2 + 8);
-        assert_eq!(TableProperties::decode(&empty.encode(), FORMAT_VERSION, Path::new("t.sst"), 0)?, empty);
+        assert_eq!(
+            TableProperties::decode(&empty.encode(), FORMAT_VERSION, Path::new("t.sst"), 0)?,
+            empty
+        );
         Ok(())
     }
 
@@ -241,7 +247,13 @@ mod tests {
         let mut v1 = v2[..12].to_vec();
         v1.extend_from_slice(&v2[13..]);
         let decoded = TableProperties::decode(&v1, 1, Path::new("t.sst"), 0)?;
-        assert_eq!(decoded, TableProperties { key_trailer_words: 0, ..sample() });
+        assert_eq!(
+            decoded,
+            TableProperties {
+                key_trailer_words: 0,
+                ..sample()
+            }
+        );
         Ok(())
     }
 }

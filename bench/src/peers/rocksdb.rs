@@ -37,11 +37,15 @@ impl RocksDb {
 
     fn wait_for_background_work(&self) -> Result<()> {
         loop {
-            let busy = ["rocksdb.num-running-compactions", "rocksdb.compaction-pending", "rocksdb.num-running-flushes"]
-                .iter()
-                .map(|p| self.db.property_int_value(p).map(|v| v.unwrap_or(0)))
-                .collect::<std::result::Result<Vec<u64>, _>>()
-                .map_err(err)?;
+            let busy = [
+                "rocksdb.num-running-compactions",
+                "rocksdb.compaction-pending",
+                "rocksdb.num-running-flushes",
+            ]
+            .iter()
+            .map(|p| self.db.property_int_value(p).map(|v| v.unwrap_or(0)))
+            .collect::<std::result::Result<Vec<u64>, _>>()
+            .map_err(err)?;
             if busy.iter().all(|&n| n == 0) {
                 return Ok(());
             }
