@@ -271,13 +271,13 @@ fn family_layout_wins_the_circulation_query() -> TestResult {
     let q = &layout()?.circulation;
     assert_eq!((q.row_cells, q.family_cells), (60_000, 60_000));
     // The lesson's 36.7 counts field bytes only; with a key in every cell
-    // cellar measures about 6.4 (see the report's differences).
-    assert!(q.ratio() >= 5.0, "ratio {}", q.ratio());
+    // cellar measures about 8.2 (see the report's differences).
+    assert!(q.ratio() >= 7.0, "ratio {}", q.ratio());
     Ok(())
 }
 
 #[test]
-#[ignore = "issue 3 asks for >= 10x; cellar measures 6.4x because each 3.4-byte circulation value carries a 28-byte key"]
+#[ignore = "issue 3 asks for >= 10x; cellar measures 8.2x: each 3.4-byte circulation value carries a 15.4-byte key, most of it the column name"]
 fn family_layout_wins_the_circulation_query_tenfold() -> TestResult {
     let q = &layout()?.circulation;
     assert!(q.ratio() >= 10.0, "ratio {}", q.ratio());

@@ -212,28 +212,32 @@ pub fn row_part(key: &[u8]) -> Option<&[u8]> {
 /// Position of the first unescaped `00 01` or `00 00` at or after `from`.
 fn find_terminator(key: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
-    while i + 1 < key.len() {
-        if key.get(i) == Some(&0) {
-            match key.get(i + 1) {
-                Some(0xFF) => i += 2,
-                Some(_) => return Some(i),
-                None => return None,
-            }
-        } else {
-            i += 1;
+    loop {
+        // Jump to the next zero byte: only zeros can start a terminator.
+        i += key.get(i..)?.iter().position(|&b| b == 0)?;
+        match key.get(i + 1) {
+            Some(0xFF) => i += 2,
+            Some(_) => return Some(i),
+            None => return None,
         }
     }
-    None
 }
 
 fn unescape(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        out.push(b);
-        i += if b == 0 { 2 } else { 1 };
-    }
+    unescape_into(bytes, &mut out);
     out
+}
+
+/// Appends `bytes` with every `00 FF` written back as `00`.
+fn unescape_into(bytes: &[u8], out: &mut Vec<u8>) {
+    let mut rest = bytes;
+    // Copy runs up to and including each zero byte, then skip its 0xFF.
+    while let Some(zero) = rest.iter().position(|&b| b == 0) {
+        out.extend_from_slice(rest.get(..=zero).unwrap_or_default());
+        rest = rest.get(zero + 2..).unwrap_or_default();
+    }
+    out.extend_from_slice(rest);
 }
 
 /// Decodes a whole internal key; `None` if it is not one.

@@ -43,7 +43,7 @@ impl RocksDb {
                 "rocksdb.num-running-flushes",
             ]
             .iter()
-            .map(|p| self.db.property_int_value(p).map(|v| v.unwrap_or(0)))
+            .map(|&p| self.db.property_int_value(p).map(|v| v.unwrap_or(0)))
             .collect::<std::result::Result<Vec<u64>, _>>()
             .map_err(err)?;
             if busy.iter().all(|&n| n == 0) {
