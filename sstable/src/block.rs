@@ -47,6 +47,7 @@
 //! An entry XORs against the key before it, except at a restart point, which
 //! must decode on its own: it XORs against the block's first key, which a
 //! reader decodes once when it loads the block.
+//!
 //! cellar's keys end with a timestamp and a sequence/kind word: between two
 //! cells written a second apart and compacted (sequence zeroed), the trailer
 //! costs 2 bytes instead of 16. With `n = 0` this is exactly the plain format
@@ -206,9 +207,9 @@ fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// Writes the XORs of a key trailer (not at a restart point): the first,
-/// shifted left to make room for one "changed" bit per later word, then
-/// each later word that changed.
+/// Writes the XORs of a key trailer (every entry but the block's first): the
+/// first XOR, shifted left to make room for one "changed" bit per later word,
+/// then each later word that changed.
 fn encode_trailer_xors(buf: &mut Vec<u8>, xors: &[u64]) {
     let Some((&first, later)) = xors.split_first() else {
         return;
