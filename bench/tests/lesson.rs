@@ -277,7 +277,7 @@ fn family_layout_wins_the_circulation_query() -> TestResult {
 }
 
 #[test]
-#[ignore = "issue 3 asks for >= 10x; cellar measures 8.2x: each 3.4-byte circulation value carries a 15.4-byte key, most of it the column name"]
+#[ignore = "issue 3 asks for >= 10x; cellar measures 8.2x: each 3.4-byte circulation value carries a 15.3-byte key, most of it the column name"]
 fn family_layout_wins_the_circulation_query_tenfold() -> TestResult {
     let q = &layout()?.circulation;
     assert!(q.ratio() >= 10.0, "ratio {}", q.ratio());

@@ -13,7 +13,7 @@ use std::path::Path;
 use cellar_engine::{key, CompactionReport, FamilyOptions, RowRange, Store, StoreOptions, WriteBatch};
 
 use super::render::{Differences, Grid, EXPECTED_SAME};
-use super::{plural, prepare, thousands, FamilyFigures, ReadFigures};
+use super::{plural, prepare, thousands, FamilyFigures, ReadFigures, LOAD_TIME_MS};
 use crate::error::Result;
 use crate::progress::{Progress, Silent};
 
@@ -192,26 +192,30 @@ fn load(store: &Store, progress: &dyn Progress) -> Result<()> {
         }
         Ok(())
     };
+    // Each phase writes a millisecond after the one before: an update is
+    // newer than the put it replaces, a delete newer than what it hides.
     for i in 1..=RECORDS {
-        batch.put(
+        batch.put_at(
             FAMILY,
             format!("loan:{i}"),
             COLUMN,
+            LOAD_TIME_MS,
             format!(r#"{{"book":{},"return":null}}"#, i % 5000),
         );
         flush_batch(&mut batch)?;
     }
     for i in (1..=RECORDS).filter(|i| i % 5 < 2) {
-        batch.put(
+        batch.put_at(
             FAMILY,
             format!("loan:{i}"),
             COLUMN,
+            LOAD_TIME_MS + 1,
             format!(r#"{{"book":{},"return":"2024-06-01"}}"#, i % 5000),
         );
         flush_batch(&mut batch)?;
     }
     for i in (1..=RECORDS).filter(|i| i % 5 == 4) {
-        batch.delete(FAMILY, format!("loan:{i}"), COLUMN);
+        batch.delete_at(FAMILY, format!("loan:{i}"), COLUMN, LOAD_TIME_MS + 2);
         flush_batch(&mut batch)?;
     }
     if !batch.is_empty() {

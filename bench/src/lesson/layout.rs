@@ -12,7 +12,7 @@ use std::path::Path;
 use cellar_engine::{FamilyOptions, RowRange, Store, StoreOptions, TableInfo, Trace, WriteBatch};
 
 use super::render::{Differences, Grid, EXPECTED_SAME};
-use super::{plural, prepare, ratio, thousands, ReadFigures};
+use super::{plural, prepare, ratio, thousands, ReadFigures, LOAD_TIME_MS};
 use crate::error::Result;
 use crate::progress::{Progress, Silent};
 
@@ -278,8 +278,8 @@ fn load(families_store: &Store, row_store: &Store, progress: &dyn Progress) -> R
         for (family, fields) in FAMILIES {
             for &name in fields {
                 let value = field(i, name);
-                by_family.put(family, &row, name, &value);
-                by_row.put(ROW_LAYOUT, &row, name, &value);
+                by_family.put_at(family, &row, name, LOAD_TIME_MS, &value);
+                by_row.put_at(ROW_LAYOUT, &row, name, LOAD_TIME_MS, &value);
             }
         }
         if i.is_multiple_of(BATCH) || i == RECORDS {

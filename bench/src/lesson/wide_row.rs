@@ -12,7 +12,7 @@ use std::path::Path;
 use cellar_engine::{ColumnRange, FamilyOptions, RowRange, Store, StoreOptions, WriteBatch};
 
 use super::render::{Differences, Grid, EXPECTED_SAME};
-use super::{prepare, ratio, thousands, FamilyFigures, ReadFigures};
+use super::{prepare, ratio, thousands, FamilyFigures, ReadFigures, LOAD_TIME_MS};
 use crate::error::Result;
 use crate::progress::{Progress, Silent};
 
@@ -197,16 +197,18 @@ fn load(store: &Store, progress: &dyn Progress) -> Result<()> {
             let day = 1 + (i * 3 + j * 7) % 28;
             let member = 1 + (i * 13 + j) % 20_000;
             let date = format!("2024-{month:02}-{day:02}");
-            batch.put(
+            batch.put_at(
                 BY_BOOK,
                 format!("book:{i}"),
                 format!("loan|{date}|{j}"),
+                LOAD_TIME_MS,
                 member.to_string(),
             );
-            batch.put(
+            batch.put_at(
                 BY_MEMBER,
                 format!("member:{member}"),
                 format!("loan|{date}|{i}|{j}"),
+                LOAD_TIME_MS,
                 i.to_string(),
             );
             if batch.len() >= BATCH {
