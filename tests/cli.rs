@@ -210,7 +210,7 @@ fn flush_writes_the_memtable_and_files_lists_the_table() -> Result {
         String::from_utf8(out.stdout)?,
         "flushed: 1 new table file(s), 1 in all\n\
          family  file        run  bytes  entries  tombstones  blocks  first key  last key\n\
-         t       000005.sst    4    249        2           0       1  r1/a@5     r1/b@5\n\
+         t       000005.sst    4    250        2           0       1  r1/a@5     r1/b@5\n\
          1 file(s)\n"
     );
     let files: Value = serde_json::from_str(&ok(dir, &["files", "--json"])?)?;

@@ -271,15 +271,8 @@ fn family_layout_wins_the_circulation_query() -> TestResult {
     let q = &layout()?.circulation;
     assert_eq!((q.row_cells, q.family_cells), (60_000, 60_000));
     // The lesson's 36.7 counts field bytes only; with a key in every cell
-    // cellar measures about 8.2 (see the report's differences).
-    assert!(q.ratio() >= 7.0, "ratio {}", q.ratio());
-    Ok(())
-}
-
-#[test]
-#[ignore = "issue 3 asks for >= 10x; cellar measures 8.2x: each 3.4-byte circulation value carries a 15.3-byte key, most of it the column name"]
-fn family_layout_wins_the_circulation_query_tenfold() -> TestResult {
-    let q = &layout()?.circulation;
+    // cellar measures 11.6 (see the report's differences). Issue 3 asks for
+    // at least 10.
     assert!(q.ratio() >= 10.0, "ratio {}", q.ratio());
     Ok(())
 }
@@ -307,12 +300,16 @@ fn every_cell_carries_a_key_larger_than_a_circulation_value() -> TestResult {
         c.stored_key_bytes < c.raw_key_bytes,
         "prefix compression saves key bytes"
     );
-    // Each cell stores its column name (loan_count, branch_id or status: 8.3
-    // bytes on average) and its terminator; the timestamp and sequence, 16
-    // bytes raw, shrink to a few as XORs against the previous key.
+    // Raw, a key holds its row, its column name (loan_count, branch_id or
+    // status: 8.3 bytes on average) and 20 bytes of separators, timestamp and
+    // sequence. As stored, the row is shared, the column name copied from the
+    // row before and the timestamp and sequence XORed: a few bytes remain.
+    assert!(c.raw_key_bytes_per_cell() > 8.3 + 20.0);
     let per_cell = c.key_bytes_per_cell();
-    assert!(per_cell > 8.3 + 2.0, "{per_cell} key bytes per cell");
-    assert!(per_cell < 8.3 + 2.0 + 16.0, "{per_cell} key bytes per cell");
+    assert!(
+        per_cell < c.raw_key_bytes_per_cell() / 4.0,
+        "{per_cell} key bytes per cell"
+    );
     assert!(c.stored_key_bytes > c.value_bytes);
     Ok(())
 }

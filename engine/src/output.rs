@@ -76,6 +76,8 @@ impl<'a> TableOutput<'a> {
                 bloom_bits_per_key: self.options.bloom_bits_per_key,
                 // Timestamp and sequence/kind: stored as XOR with the previous key's.
                 key_trailer_words: key::SUFFIX_LEN / 8,
+                // Column names repeating from row to row, copied (if the family asks).
+                tail_copies: self.options.tail_copies,
                 ..TableOptions::default()
             };
             let builder = TableBuilder::create(&path, table_options)?;

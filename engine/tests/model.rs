@@ -41,6 +41,7 @@ const CLOCK_FLOOR: u64 = 1_000_000;
 /// Family written by the batch clock probe; never checked.
 const CLOCK_FAMILY: &str = "clock";
 
+/// The second family also stores repeated column names as tail copies.
 fn family_options(index: usize) -> FamilyOptions {
     FamilyOptions::default()
         .max_versions(MAX_VERSIONS[index])
@@ -48,6 +49,7 @@ fn family_options(index: usize) -> FamilyOptions {
         .compaction_trigger(2)
         .target_file_entries(8)
         .block_size(128)
+        .tail_copies(index == 1)
 }
 
 fn store_options() -> StoreOptions {

@@ -52,6 +52,28 @@
 //! cells written a second apart and compacted (sequence zeroed), the trailer
 //! costs 2 bytes instead of 16. With `n = 0` this is exactly the plain format
 //! above.
+//!
+//! # Tail copies
+//!
+//! Prefix compression shares a key's front with the key before it. In a
+//! wide-column store the rest of a key repeats too, from further back: the
+//! column name. The cells of a row come in column order, so `book:7/status`
+//! follows `book:7/branch_id` (sharing only `book:7/`), but ends exactly like
+//! `book:6/status` three keys earlier. A block built with *tail copies* lets
+//! each entry end its body with a copy of the last bytes of the body of one of
+//! the (at most 15) keys since the restart point before it:
+//!
+//! ```text
+//! entry = shared | literal_len | value_len | copy | literal | trailer | value
+//! copy  = varint(copy_len << 4 | distance)      0: no copy
+//! body  = previous body[..shared] + literal + last copy_len bytes of the body `distance` keys back
+//! ```
+//!
+//! A restart point copies nothing (it must decode on its own). The builder
+//! picks the earlier key with the longest common tail. HBase's PREFIX_TREE
+//! encoding goes further (a trie of rows, families and qualifiers per block);
+//! this is the smallest step that stops a block from storing the same column
+//! name once per row.
 
 use std::ops::Range;
 use std::path::Path;
@@ -82,11 +104,33 @@ pub struct BlockBuilder {
     restarts: Vec<u32>,
     restart_interval: usize,
     trailer_words: usize,
+    tail_copies: bool,
     entries: usize,
     last_key: Vec<u8>,
     /// The trailer of the block's first key: what restart points XOR against.
     first_trailer: Vec<u8>,
+    /// With tail copies: the bodies of the keys since the last restart point
+    /// (the first `recent_len`; the rest are spare buffers).
+    recent: Vec<Vec<u8>>,
+    recent_len: usize,
 }
+
+/// How a block stores its keys beyond LevelDB's prefix compression (see the
+/// module documentation). The default is plain blocks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyEncoding {
+    /// Keys end with this many big-endian `u64` words, stored as XORs
+    /// (at most [`MAX_TRAILER_WORDS`]).
+    pub trailer_words: usize,
+    /// An entry may end with a copy of an earlier key's tail.
+    pub tail_copies: bool,
+}
+
+/// The farthest back (in entries) a tail copy may reach.
+const MAX_COPY_DISTANCE: usize = 15;
+
+/// Bits of a copy's varint that hold the distance.
+const COPY_DISTANCE_BITS: u32 = 4;
 
 impl BlockBuilder {
     /// A builder of plain blocks that starts a restart point every
@@ -98,14 +142,26 @@ impl BlockBuilder {
     /// A builder whose keys end with `trailer_words` big-endian `u64`s,
     /// stored as XOR with the previous key's (at most [`MAX_TRAILER_WORDS`]).
     pub fn with_key_trailer(restart_interval: usize, trailer_words: usize) -> BlockBuilder {
+        let encoding = KeyEncoding {
+            trailer_words,
+            tail_copies: false,
+        };
+        BlockBuilder::with_encoding(restart_interval, encoding)
+    }
+
+    /// A builder of blocks in `encoding`.
+    pub fn with_encoding(restart_interval: usize, encoding: KeyEncoding) -> BlockBuilder {
         BlockBuilder {
             buf: Vec::new(),
             restarts: Vec::new(),
             restart_interval: restart_interval.max(1),
-            trailer_words: trailer_words.min(MAX_TRAILER_WORDS),
+            trailer_words: encoding.trailer_words.min(MAX_TRAILER_WORDS),
+            tail_copies: encoding.tail_copies,
             entries: 0,
             last_key: Vec::new(),
             first_trailer: Vec::new(),
+            recent: Vec::new(),
+            recent_len: 0,
         }
     }
 
@@ -117,6 +173,9 @@ impl BlockBuilder {
         debug_assert!(key.len() >= trailer_len, "key shorter than its trailer");
         let (body, trailer) = key.split_at(key.len().saturating_sub(trailer_len));
         let restart = self.entries.is_multiple_of(self.restart_interval);
+        if restart {
+            self.recent_len = 0;
+        }
         let shared = if restart {
             let offset = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
             debug_assert!(offset != u32::MAX, "block grew past 4 GiB");
@@ -130,11 +189,15 @@ impl BlockBuilder {
             common_prefix_len(last_body, body)
         };
         let unshared = body.get(shared..).unwrap_or_default();
+        let (literal, copy) = self.tail_copy(unshared);
         put_varint64(&mut self.buf, shared as u64);
-        put_varint64(&mut self.buf, unshared.len() as u64);
+        put_varint64(&mut self.buf, literal.len() as u64);
         put_varint64(&mut self.buf, value.len() as u64);
-        self.buf.extend_from_slice(unshared);
-        let trailer_start = self.buf.len();
+        let key_start = self.buf.len();
+        if self.tail_copies {
+            put_varint64(&mut self.buf, copy);
+        }
+        self.buf.extend_from_slice(literal);
         if self.entries == 0 {
             self.buf.extend_from_slice(trailer);
             self.first_trailer.clear();
@@ -157,13 +220,49 @@ impl BlockBuilder {
             }
             encode_trailer_xors(&mut self.buf, xors.get(..self.trailer_words).unwrap_or_default());
         }
-        let stored = unshared.len() + (self.buf.len() - trailer_start);
+        let stored = self.buf.len() - key_start;
         self.buf.extend_from_slice(value);
 
         self.last_key.clear();
         self.last_key.extend_from_slice(key);
+        if self.tail_copies {
+            if self.recent.len() <= self.recent_len {
+                self.recent.push(Vec::new());
+            }
+            if let Some(slot) = self.recent.get_mut(self.recent_len) {
+                slot.clear();
+                slot.extend_from_slice(body);
+            }
+            self.recent_len += 1;
+        }
         self.entries += 1;
         stored
+    }
+
+    /// Splits `unshared` into a literal and a copy of the longest tail it has
+    /// in common with a body since the restart point (`copy_len << 4 |
+    /// distance`, 0 for none). A copy shorter than 2 bytes would save nothing.
+    fn tail_copy<'k>(&self, unshared: &'k [u8]) -> (&'k [u8], u64) {
+        let mut best = (0usize, 0usize); // (length, distance)
+        if self.tail_copies {
+            let since_restart = self.recent.get(..self.recent_len).unwrap_or_default();
+            for (back, body) in since_restart.iter().rev().take(MAX_COPY_DISTANCE).enumerate() {
+                let common = unshared
+                    .iter()
+                    .rev()
+                    .zip(body.iter().rev())
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                if common > best.0 {
+                    best = (common, back + 1);
+                }
+            }
+        }
+        if best.0 < 2 {
+            return (unshared, 0);
+        }
+        let literal = unshared.get(..unshared.len() - best.0).unwrap_or_default();
+        (literal, ((best.0 as u64) << COPY_DISTANCE_BITS) | best.1 as u64)
     }
 
     /// Size of the block if it were finished now: entries plus trailer.
@@ -253,6 +352,7 @@ pub struct Block {
     num_restarts: usize,
     /// Words of key trailer (see the module documentation); 0 for plain blocks.
     trailer_words: usize,
+    tail_copies: bool,
     /// The first key's trailer words, which restart points XOR against.
     first_trailer: [u64; MAX_TRAILER_WORDS],
     file: Arc<Path>,
@@ -265,6 +365,8 @@ struct EntryParts {
     shared: usize,
     /// The body bytes this entry stores.
     body: Range<usize>,
+    /// The tail copied from an earlier key: (distance back, length); (0, 0) for none.
+    copy: (usize, usize),
     trailer: StoredTrailer,
     value: Range<usize>,
 }
@@ -302,12 +404,24 @@ impl Block {
     /// (as built by [`BlockBuilder::with_key_trailer`]); more than
     /// [`MAX_TRAILER_WORDS`] is [`Error::Corruption`].
     pub fn with_key_trailer(contents: Bytes, trailer_words: usize, file: Arc<Path>, offset: u64) -> Result<Block> {
+        let encoding = KeyEncoding {
+            trailer_words,
+            tail_copies: false,
+        };
+        Block::with_encoding(contents, encoding, file, offset)
+    }
+
+    /// [`Block::new`] for a block built in `encoding` (a key trailer of more
+    /// than [`MAX_TRAILER_WORDS`] is [`Error::Corruption`]).
+    pub fn with_encoding(contents: Bytes, encoding: KeyEncoding, file: Arc<Path>, offset: u64) -> Result<Block> {
         let len = contents.len();
+        let trailer_words = encoding.trailer_words;
         let mut block = Block {
             contents,
             entries_end: 0,
             num_restarts: 0,
             trailer_words,
+            tail_copies: encoding.tail_copies,
             first_trailer: [0; MAX_TRAILER_WORDS],
             file,
             offset,
@@ -377,6 +491,8 @@ impl Block {
             next_restart: 0,
             next_restart_offset: 0,
             words: [0; MAX_TRAILER_WORDS],
+            recent: Vec::new(),
+            recent_len: 0,
         }
     }
 
@@ -421,7 +537,19 @@ impl Block {
                 (shared, unshared, value_len, n1 + n2 + n3)
             }
         };
-        let body_start = offset + header;
+        let mut body_start = offset + header;
+        let mut copy = (0, 0);
+        if self.tail_copies {
+            let input = self.contents.get(body_start..self.entries_end).unwrap_or_default();
+            let (value, n) = get_varint64(input).ok_or_else(|| bad("tail copy"))?;
+            body_start += n;
+            let distance = (value & ((1 << COPY_DISTANCE_BITS) - 1)) as usize;
+            let len = usize::try_from(value >> COPY_DISTANCE_BITS).map_err(|_| bad("tail copy"))?;
+            if (distance == 0) != (len == 0) {
+                return Err(bad("tail copy"));
+            }
+            copy = (distance, len);
+        }
         let body_end = body_start
             .checked_add(unshared as usize)
             .filter(|&end| end <= self.entries_end)
@@ -459,6 +587,7 @@ impl Block {
         Ok(EntryParts {
             shared: shared as usize,
             body: body_start..body_end,
+            copy,
             trailer,
             value: trailer_end..value_end,
         })
@@ -470,8 +599,8 @@ impl Block {
     fn restart_key_is_less(&self, index: usize, target: &[u8], key: &mut Vec<u8>) -> Result<bool> {
         let offset = self.restart_offset(index)?;
         let entry = self.decode_entry(offset)?;
-        if entry.shared != 0 {
-            let what = format!("restart point {index} shares {} key bytes", entry.shared);
+        if entry.shared != 0 || entry.copy.1 != 0 {
+            let what = format!("restart point {index} shares or copies key bytes");
             return Err(self.corruption(offset, what));
         }
         let body = self.contents.get(entry.body).unwrap_or_default();
@@ -528,6 +657,10 @@ pub struct BlockIter {
     key: Vec<u8>,
     /// The current key's trailer words, which the next entry's XORs apply to.
     words: [u64; MAX_TRAILER_WORDS],
+    /// With tail copies: the bodies decoded since the last restart point
+    /// (the first `recent_len`; the rest are spare buffers).
+    recent: Vec<Vec<u8>>,
+    recent_len: usize,
     /// Restart keys decoded during a seek's binary search.
     probe: Vec<u8>,
     value: Range<usize>,
@@ -598,7 +731,7 @@ impl BlockIter {
             true => 0,
             false => self.key.len().checked_sub(trailer_len).unwrap_or(usize::MAX),
         };
-        if entry.shared > previous_body || (restart && entry.shared != 0) {
+        if entry.shared > previous_body || (restart && (entry.shared != 0 || entry.copy.1 != 0)) {
             let what = format!(
                 "entry shares {} bytes of a {}-byte previous key",
                 entry.shared,
@@ -609,6 +742,33 @@ impl BlockIter {
         self.key.truncate(entry.shared);
         self.key
             .extend_from_slice(self.block.contents.get(entry.body.clone()).unwrap_or_default());
+        if self.block.tail_copies {
+            if restart {
+                self.recent_len = 0;
+            }
+            let (distance, len) = entry.copy;
+            if len > 0 {
+                let tail = self
+                    .recent_len
+                    .checked_sub(distance)
+                    .and_then(|at| self.recent.get(at..self.recent_len))
+                    .and_then(|bodies| bodies.first())
+                    .and_then(|body| body.get(body.len().checked_sub(len)?..));
+                let Some(tail) = tail else {
+                    let what = format!("entry copies {len} bytes from {distance} keys back, which has none");
+                    return Err(self.block.corruption(offset, what));
+                };
+                self.key.extend_from_slice(tail);
+            }
+            if self.recent.len() <= self.recent_len {
+                self.recent.push(Vec::new());
+            }
+            if let Some(slot) = self.recent.get_mut(self.recent_len) {
+                slot.clear();
+                slot.extend_from_slice(&self.key);
+            }
+            self.recent_len += 1;
+        }
         let words = self.words.get_mut(..self.block.trailer_words).unwrap_or_default();
         match entry.trailer {
             StoredTrailer::Whole(bytes) => {
@@ -957,7 +1117,121 @@ mod tests {
         Ok(())
     }
 
+    #[test]
+    fn an_entry_copies_its_tail_from_a_key_since_the_restart_point() -> TestResult {
+        let encoding = KeyEncoding {
+            trailer_words: 0,
+            tail_copies: true,
+        };
+        let mut builder = BlockBuilder::with_encoding(16, encoding);
+        // Cells of two rows with the same two columns.
+        assert_eq!(builder.add(b"r1/city", b"a"), 1 + 7); // restart point: copy 0, whole key
+        assert_eq!(builder.add(b"r1/name", b"b"), 1 + 4); // shares "r1/", nothing to copy
+        assert_eq!(builder.add(b"r2/city", b"c"), 1 + 1); // shares "r", copies "/city" from 2 back
+        assert_eq!(builder.add(b"r2/name", b"d"), 1); // shares "r2/", copies "name" from 2 back
+        let bytes = builder.finish();
+        #[rustfmt::skip]
+        let expected: Vec<u8> = [
+            &[0u8, 7, 1, 0][..], b"r1/city", b"a",
+            &[3, 4, 1, 0], b"name", b"b",
+            &[1, 1, 1, (5 << 4) | 2, b'2', b'c'],   // "r" + "2" + "/city" (5 bytes, 2 keys back)
+            &[3, 0, 1, (4 << 4) | 2, b'd'],         // "r2/" + "name" (4 bytes, 2 keys back)
+            &[0, 0, 0, 0, 1, 0, 0, 0],              // one restart point, at 0
+        ]
+        .concat();
+        assert_eq!(bytes, expected);
+        let block = Block::with_encoding(Bytes::from(bytes), encoding, Arc::from(Path::new("t.sst")), 0)?;
+        let keys: Vec<Vec<u8>> = collect(&block)?.into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, [&b"r1/city"[..], b"r1/name", b"r2/city", b"r2/name"]);
+        let mut iter = block.iter();
+        iter.seek(b"r2/d")?;
+        assert_eq!(iter.key(), b"r2/name");
+        Ok(())
+    }
+
+    #[test]
+    fn a_tail_copy_reaching_past_the_restart_point_is_corruption() -> TestResult {
+        let encoding = KeyEncoding {
+            trailer_words: 0,
+            tail_copies: true,
+        };
+        // Entry 0 "ab"; entry 1 copies 2 bytes from 3 keys back (there is 1).
+        let bytes = vec![0, 2, 0, 0, b'a', b'b', 0, 0, 0, (2 << 4) | 3, 0, 0, 0, 0, 1, 0, 0, 0];
+        let block = Block::with_encoding(Bytes::from(bytes), encoding, Arc::from(Path::new("t.sst")), 0)?;
+        let mut iter = block.iter();
+        iter.seek_to_first()?;
+        assert!(matches!(iter.next(), Err(Error::Corruption { offset: 6, .. })));
+        // A restart point that copies.
+        let bytes = vec![0, 0, 0, (2 << 4) | 1, 0, 0, 0, 0, 1, 0, 0, 0];
+        let block = Block::with_encoding(Bytes::from(bytes), encoding, Arc::from(Path::new("t.sst")), 0)?;
+        assert!(matches!(block.iter().seek_to_first(), Err(Error::Corruption { .. })));
+        Ok(())
+    }
+
     proptest! {
+        #[test]
+        fn wide_column_keys_with_tail_copies_round_trip_and_seek(
+            cells in prop::collection::btree_set((0u16..60, 0usize..4, 0u64..50), 0..300),
+            interval in 1usize..20,
+            trailer_words in 0usize..=2,
+            probe in (0u16..60, 0usize..4, 0u64..50),
+        ) {
+            // Rows, a few column names, a trailer: the shape tail copies are for.
+            const COLUMNS: [&[u8]; 4] = [b"branch_id", b"loan_count", b"status", b"title"];
+            let key = |&(row, column, version): &(u16, usize, u64)| {
+                let mut k = format!("book:{row}/").into_bytes();
+                k.extend_from_slice(COLUMNS.get(column).copied().unwrap_or_default());
+                for word in 0..trailer_words as u64 {
+                    k.extend_from_slice(&(!(version * 3 + word)).to_be_bytes());
+                }
+                k
+            };
+            let sorted: BTreeMap<Vec<u8>, Vec<u8>> =
+                cells.iter().map(|c| (key(c), format!("{c:?}").into_bytes())).collect();
+            let encoding = KeyEncoding { trailer_words, tail_copies: true };
+            let mut builder = BlockBuilder::with_encoding(interval, encoding);
+            for (k, v) in &sorted {
+                builder.add(k, v);
+            }
+            let block = Block::with_encoding(Bytes::from(builder.finish()), encoding, Arc::from(Path::new("t.sst")), 0)?;
+            let got = collect(&block)?;
+            let want: Vec<_> = sorted.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            prop_assert_eq!(got, want);
+
+            let probe = key(&probe);
+            let mut iter = block.iter();
+            iter.seek(&probe)?;
+            match sorted.range(probe..).next() {
+                Some((k, v)) => {
+                    prop_assert_eq!(iter.key(), k.as_slice());
+                    prop_assert_eq!(iter.value(), Bytes::from(v.clone()));
+                }
+                None => prop_assert!(!iter.valid()),
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic_a_block_with_tail_copies(
+            bytes in prop::collection::vec(any::<u8>(), 0..300),
+            trailer_words in 0usize..=2,
+            target in prop::collection::vec(any::<u8>(), 0..20),
+        ) {
+            let encoding = KeyEncoding { trailer_words, tail_copies: true };
+            if let Ok(block) = Block::with_encoding(Bytes::from(bytes), encoding, Arc::from(Path::new("t.sst")), 0) {
+                let mut iter = block.iter();
+                let mut steps = 0;
+                if iter.seek_to_first().is_ok() {
+                    while iter.valid() && steps < 1000 {
+                        if iter.next().is_err() {
+                            break;
+                        }
+                        steps += 1;
+                    }
+                }
+                let _ = iter.seek(&target);
+            }
+        }
+
         #[test]
         fn random_entries_with_key_trailers_round_trip_and_seek(
             map in prop::collection::btree_map(

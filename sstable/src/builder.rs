@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::block::{BlockBuilder, MAX_TRAILER_WORDS};
+use crate::block::{BlockBuilder, KeyEncoding, MAX_TRAILER_WORDS};
 use crate::bloom::{filter_hash, BloomFilterBuilder};
 use crate::error::{io_error, Error, Result};
 use crate::format::{block_trailer, BlockHandle, BlockKind, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION};
@@ -56,6 +56,10 @@ pub struct TableOptions {
     /// default 0, at most [`crate::MAX_TRAILER_WORDS`]. A key shorter than
     /// its trailer is [`Error::TooShort`].
     pub key_trailer_words: usize,
+    /// Data block entries may end with a copy of the tail of one of the keys
+    /// since their restart point, where wide-column keys repeat their column
+    /// names (see [`crate::KeyEncoding`]); default off.
+    pub tail_copies: bool,
 }
 
 impl Default for TableOptions {
@@ -65,6 +69,7 @@ impl Default for TableOptions {
             restart_interval: 16,
             bloom_bits_per_key: 10,
             key_trailer_words: 0,
+            tail_copies: false,
         }
     }
 }
@@ -111,13 +116,20 @@ impl TableBuilder {
         let filter = (options.bloom_bits_per_key > 0).then(|| BloomFilterBuilder::new(options.bloom_bits_per_key));
         let props = TableProperties {
             key_trailer_words: options.key_trailer_words as u64,
+            tail_copies: u64::from(options.tail_copies),
             ..TableProperties::default()
         };
         Ok(TableBuilder {
             path: path.to_path_buf(),
             tmp_path,
             file,
-            data_block: BlockBuilder::with_key_trailer(options.restart_interval, options.key_trailer_words),
+            data_block: BlockBuilder::with_encoding(
+                options.restart_interval,
+                KeyEncoding {
+                    trailer_words: options.key_trailer_words,
+                    tail_copies: options.tail_copies,
+                },
+            ),
             index_block: BlockBuilder::new(options.restart_interval),
             pending_index: None,
             filter,
@@ -394,6 +406,7 @@ pub(crate) mod tests {
             restart_interval: 1,
             bloom_bits_per_key: 10,
             key_trailer_words: 0,
+            tail_copies: false,
         };
         let mut builder = TableBuilder::create(path, options)?;
         for i in 0..120 {
@@ -423,11 +436,12 @@ pub(crate) mod tests {
             stored_key_bytes: 960,
             distinct_filter_keys: 120,
             key_trailer_words: 0,
-            // data 12,027 + filter 156 + properties 42 + 5 + index 65 + footer 72.
-            file_size: 12_367,
+            tail_copies: 0,
+            // data 12,027 + filter 156 + properties 43 + 5 + index 65 + footer 72.
+            file_size: 12_368,
         };
         assert_eq!(props, expected);
-        assert_eq!(std::fs::metadata(&path)?.len(), 12_367);
+        assert_eq!(std::fs::metadata(&path)?.len(), 12_368);
         Ok(())
     }
 
@@ -550,6 +564,7 @@ pub(crate) mod tests {
             restart_interval: 1,
             bloom_bits_per_key: 10,
             key_trailer_words: 0,
+            tail_copies: false,
         };
         let mut builder = TableBuilder::create(&dir.path().join("t.sst"), options)?;
         assert_eq!(builder.estimated_file_size(), 0);

@@ -66,7 +66,7 @@ pub mod fs;
 mod properties;
 mod table;
 
-pub use block::{Block, BlockBuilder, BlockIter, MAX_TRAILER_WORDS};
+pub use block::{Block, BlockBuilder, BlockIter, KeyEncoding, MAX_TRAILER_WORDS};
 pub use bloom::{expected_false_positive_rate, filter_hash, probes_for, BloomFilter, BloomFilterBuilder};
 pub use builder::{TableBuilder, TableOptions, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use cost::{ReadCost, PAGE_SIZE};

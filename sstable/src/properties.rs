@@ -9,12 +9,13 @@
 //! ```text
 //! properties = entries | tombstones | data_blocks | data_bytes | index_bytes
 //!            | filter_bytes | raw_key_bytes | raw_value_bytes | stored_key_bytes
-//!            | distinct_filter_keys | key_trailer_words    (each a varint u64)
+//!            | distinct_filter_keys | key_trailer_words | tail_copies  (each a varint u64)
 //!            | first_key_len: varint | first_key | last_key_len: varint | last_key
 //!            | file_size: u64 LE
 //! ```
 //!
-//! Format version 1 had no `key_trailer_words` (its blocks are plain, 0).
+//! Format version 1 had neither `key_trailer_words` nor `tail_copies` (its
+//! blocks are plain: both 0).
 //!
 //! `file_size` is fixed-width because the block stores the size of the file
 //! that contains it: with a fixed width the builder knows the block's own size
@@ -26,7 +27,7 @@ use crate::coding::{get_fixed64, get_varint64, put_varint64};
 use crate::error::{Error, Result};
 
 /// Number of varint counters at the start of the block.
-const COUNTERS: usize = 11;
+const COUNTERS: usize = 12;
 
 /// Counts and sizes of one table file.
 ///
@@ -61,6 +62,9 @@ pub struct TableProperties {
     pub distinct_filter_keys: u64,
     /// Words of key trailer in data blocks ([`crate::TableOptions::key_trailer_words`]).
     pub key_trailer_words: u64,
+    /// 1 if data block entries may copy an earlier key's tail
+    /// ([`crate::TableOptions::tail_copies`]), else 0.
+    pub tail_copies: u64,
     /// Size of the whole file in bytes.
     pub file_size: u64,
 }
@@ -90,7 +94,7 @@ impl TableProperties {
             what: format!("bad properties block: {what}"),
         };
         let mut counters = [0u64; COUNTERS];
-        let stored = if version < 2 { COUNTERS - 1 } else { COUNTERS };
+        let stored = if version < 2 { COUNTERS - 2 } else { COUNTERS };
         for counter in counters.iter_mut().take(stored) {
             *counter = reader.varint().ok_or_else(|| bad(reader.at, "counter"))?;
         }
@@ -100,7 +104,7 @@ impl TableProperties {
         if reader.at + 8 != bytes.len() {
             return Err(bad(reader.at + 8, "trailing bytes"));
         }
-        let [entries, tombstones, data_blocks, data_bytes, index_bytes, filter_bytes, raw_key_bytes, raw_value_bytes, stored_key_bytes, distinct_filter_keys, key_trailer_words] =
+        let [entries, tombstones, data_blocks, data_bytes, index_bytes, filter_bytes, raw_key_bytes, raw_value_bytes, stored_key_bytes, distinct_filter_keys, key_trailer_words, tail_copies] =
             counters;
         Ok(TableProperties {
             entries,
@@ -116,6 +120,7 @@ impl TableProperties {
             stored_key_bytes,
             distinct_filter_keys,
             key_trailer_words,
+            tail_copies,
             file_size,
         })
     }
@@ -134,6 +139,7 @@ impl TableProperties {
             self.stored_key_bytes,
             self.distinct_filter_keys,
             self.key_trailer_words,
+            self.tail_copies,
         ]
     }
 }
@@ -183,6 +189,7 @@ mod tests {
             stored_key_bytes: 15,
             distinct_filter_keys: 3,
             key_trailer_words: 2,
+            tail_copies: 1,
             file_size: 460,
         }
     }
@@ -190,8 +197,8 @@ mod tests {
     #[test]
     fn properties_round_trip() -> Result<()> {
         let bytes = sample().encode();
-        // 11 counters (300 and 200 take 2 bytes each) + 1 + 5 + 1 + 6 + 8.
-        assert_eq!(bytes.len(), 13 + 6 + 7 + 8);
+        // 12 counters (300 and 200 take 2 bytes each) + 1 + 5 + 1 + 6 + 8.
+        assert_eq!(bytes.len(), 14 + 6 + 7 + 8);
         assert_eq!(
             TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 0)?,
             sample()
@@ -202,7 +209,7 @@ mod tests {
     #[test]
     fn empty_table_properties_round_trip() -> Result<()> {
         let empty = TableProperties::default();
-        assert_eq!(empty.encode().len(), 11 + 2 + 8);
+        assert_eq!(empty.encode().len(), 12 + 2 + 8);
         assert_eq!(
             TableProperties::decode(&empty.encode(), FORMAT_VERSION, Path::new("t.sst"), 0)?,
             empty
@@ -225,35 +232,34 @@ mod tests {
         bytes.push(0);
         assert!(matches!(
             TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 100),
-            Err(Error::Corruption { offset: 134, .. })
+            Err(Error::Corruption { offset: 135, .. })
         ));
     }
 
     #[test]
     fn key_length_past_the_block_is_corruption() {
-        // Eleven zero counters, then a first key claiming 1,000 bytes.
-        let mut bytes = vec![0u8; 11];
+        // Twelve zero counters, then a first key claiming 1,000 bytes.
+        let mut bytes = vec![0u8; 12];
         bytes.extend_from_slice(&[0xe8, 0x07]);
         assert!(matches!(
             TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 0),
-            Err(Error::Corruption { offset: 11, .. })
+            Err(Error::Corruption { offset: 12, .. })
         ));
     }
 
     #[test]
     fn version_1_properties_have_no_key_trailer() -> Result<()> {
         let v2 = sample().encode();
-        // A version-1 block: the same, without the last counter (2, one byte).
+        // A version-1 block: the same, without the last two counters (one byte each).
         let mut v1 = v2[..12].to_vec();
-        v1.extend_from_slice(&v2[13..]);
+        v1.extend_from_slice(&v2[14..]);
         let decoded = TableProperties::decode(&v1, 1, Path::new("t.sst"), 0)?;
-        assert_eq!(
-            decoded,
-            TableProperties {
-                key_trailer_words: 0,
-                ..sample()
-            }
-        );
+        let expected = TableProperties {
+            key_trailer_words: 0,
+            tail_copies: 0,
+            ..sample()
+        };
+        assert_eq!(decoded, expected);
         Ok(())
     }
 }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use memmap2::Mmap;
 
-use crate::block::{Block, BlockIter, MAX_TRAILER_WORDS};
+use crate::block::{Block, BlockIter, KeyEncoding, MAX_TRAILER_WORDS};
 use crate::bloom::{filter_hash, BloomFilter};
 use crate::checksum::block_checksum;
 use crate::coding::get_fixed32;
@@ -454,8 +454,11 @@ impl Table {
 
     /// Wraps the contents of the data block at `handle`, with this table's key trailer.
     fn data_block(&self, contents: Bytes, handle: BlockHandle) -> Result<Block> {
-        let words = self.properties.key_trailer_words as usize; // checked at open
-        Block::with_key_trailer(contents, words, Arc::clone(&self.path), handle.offset)
+        let encoding = KeyEncoding {
+            trailer_words: self.properties.key_trailer_words as usize, // checked at open
+            tail_copies: self.properties.tail_copies != 0,
+        };
+        Block::with_encoding(contents, encoding, Arc::clone(&self.path), handle.offset)
     }
 
     fn corruption(&self, offset: u64, what: String) -> Error {
@@ -884,8 +887,8 @@ mod tests {
             info(BlockKind::Data, 4009, 4004, 40, b"key00040", b"key00079"),
             info(BlockKind::Data, 8018, 4004, 40, b"key00080", b"key00119"),
             info(BlockKind::Filter, 12_027, 151, 0, b"", b""),
-            info(BlockKind::Properties, 12_183, 42, 0, b"", b""),
-            info(BlockKind::Index, 12_230, 60, 3, b"key0003:", b"key00119"), // separators, then the last key
+            info(BlockKind::Properties, 12_183, 43, 0, b"", b""),
+            info(BlockKind::Index, 12_231, 60, 3, b"key0003:", b"key00119"), // separators, then the last key
         ];
         assert_eq!(table.blocks()?, expected);
         Ok(())
@@ -899,7 +902,7 @@ mod tests {
             blocks: 6,
             data_blocks: 3,
             entries: 120,
-            bytes: 12_367,
+            bytes: 12_368,
         };
         assert_eq!(table.verify()?, expected);
         Ok(())
@@ -934,7 +937,7 @@ mod tests {
 
     #[test]
     fn a_flipped_byte_in_the_index_or_properties_fails_open_at_that_block() -> TestResult {
-        for (offset, block_offset) in [(12_230 + 3, 12_230), (12_183 + 1, 12_183), (12_027 + 7, 12_027)] {
+        for (offset, block_offset) in [(12_231 + 3, 12_231), (12_183 + 1, 12_183), (12_027 + 7, 12_027)] {
             let dir = tempfile::tempdir()?;
             let (path, _) = paged_table(&dir)?;
             flip_byte(&path, offset)?;
@@ -988,11 +991,11 @@ mod tests {
     fn a_bad_magic_number_is_corruption() -> TestResult {
         let dir = tempfile::tempdir()?;
         let (path, _) = paged_table(&dir)?;
-        flip_byte(&path, 12_366)?;
+        flip_byte(&path, 12_367)?;
         match Table::open(&path) {
             Err(Error::Corruption { file, offset, what }) => {
                 assert_eq!(file, path);
-                assert_eq!(offset, 12_359);
+                assert_eq!(offset, 12_360);
                 assert!(what.starts_with("bad magic"), "{what}");
             }
             other => panic!("expected corruption, got {other:?}"),
@@ -1058,6 +1061,7 @@ mod tests {
             block_size in 1usize..600,
             restart_interval in 1usize..20,
             key_trailer_words in 0usize..=2,
+            tail_copies in any::<bool>(),
             probes in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..32), 1..20),
         ) {
             let dir = tempfile::tempdir()?;
@@ -1074,7 +1078,7 @@ mod tests {
                     (k, v)
                 })
                 .collect();
-            let options = TableOptions { block_size, restart_interval, bloom_bits_per_key: 10, key_trailer_words };
+            let options = TableOptions { block_size, restart_interval, bloom_bits_per_key: 10, key_trailer_words, tail_copies };
             let mut builder = TableBuilder::create(&path, options)?;
             for (k, v) in &map {
                 builder.add(k, v, k, false)?;
@@ -1129,9 +1133,9 @@ mod tests {
 
         #[test]
         fn a_damaged_table_is_never_read_as_different_data(
-            offset in 0usize..12_367,
+            offset in 0usize..12_368,
             mask in 1u8..=255,
-            truncate_to in prop::option::of(0usize..12_367),
+            truncate_to in prop::option::of(0usize..12_368),
         ) {
             let dir = tempfile::tempdir()?;
             let (path, table) = paged_table(&dir)?;
