@@ -1117,12 +1117,15 @@ mod tests {
         Ok(())
     }
 
+    /// Plain keys with tail copies.
+    const TAIL_COPIES: KeyEncoding = KeyEncoding {
+        trailer_words: 0,
+        tail_copies: true,
+    };
+
     #[test]
     fn an_entry_copies_its_tail_from_a_key_since_the_restart_point() -> TestResult {
-        let encoding = KeyEncoding {
-            trailer_words: 0,
-            tail_copies: true,
-        };
+        let encoding = TAIL_COPIES;
         let mut builder = BlockBuilder::with_encoding(16, encoding);
         // Cells of two rows with the same two columns.
         assert_eq!(builder.add(b"r1/city", b"a"), 1 + 7); // restart point: copy 0, whole key
@@ -1151,10 +1154,7 @@ mod tests {
 
     #[test]
     fn a_tail_copy_reaching_past_the_restart_point_is_corruption() -> TestResult {
-        let encoding = KeyEncoding {
-            trailer_words: 0,
-            tail_copies: true,
-        };
+        let encoding = TAIL_COPIES;
         // Entry 0 "ab"; entry 1 copies 2 bytes from 3 keys back (there is 1).
         let bytes = vec![0, 2, 0, 0, b'a', b'b', 0, 0, 0, (2 << 4) | 3, 0, 0, 0, 0, 1, 0, 0, 0];
         let block = Block::with_encoding(Bytes::from(bytes), encoding, Arc::from(Path::new("t.sst")), 0)?;
@@ -1165,6 +1165,38 @@ mod tests {
         let bytes = vec![0, 0, 0, (2 << 4) | 1, 0, 0, 0, 0, 1, 0, 0, 0];
         let block = Block::with_encoding(Bytes::from(bytes), encoding, Arc::from(Path::new("t.sst")), 0)?;
         assert!(matches!(block.iter().seek_to_first(), Err(Error::Corruption { .. })));
+        Ok(())
+    }
+
+    /// Builds a block of `sorted` in `encoding`, reads every entry back and
+    /// checks that a seek to `probe` lands where the map says.
+    fn round_trip_and_seek(
+        sorted: &BTreeMap<Vec<u8>, Vec<u8>>,
+        encoding: KeyEncoding,
+        interval: usize,
+        probe: &[u8],
+    ) -> std::result::Result<(), TestCaseError> {
+        let mut builder = BlockBuilder::with_encoding(interval, encoding);
+        for (k, v) in sorted {
+            builder.add(k, v);
+        }
+        let block = Block::with_encoding(
+            Bytes::from(builder.finish()),
+            encoding,
+            Arc::from(Path::new("t.sst")),
+            0,
+        )?;
+        let want: Vec<_> = sorted.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        prop_assert_eq!(collect(&block)?, want);
+        let mut iter = block.iter();
+        iter.seek(probe)?;
+        match sorted.range(probe.to_vec()..).next() {
+            Some((k, v)) => {
+                prop_assert_eq!(iter.key(), k.as_slice());
+                prop_assert_eq!(iter.value(), Bytes::from(v.clone()));
+            }
+            None => prop_assert!(!iter.valid()),
+        }
         Ok(())
     }
 
@@ -1189,47 +1221,7 @@ mod tests {
             let sorted: BTreeMap<Vec<u8>, Vec<u8>> =
                 cells.iter().map(|c| (key(c), format!("{c:?}").into_bytes())).collect();
             let encoding = KeyEncoding { trailer_words, tail_copies: true };
-            let mut builder = BlockBuilder::with_encoding(interval, encoding);
-            for (k, v) in &sorted {
-                builder.add(k, v);
-            }
-            let block = Block::with_encoding(Bytes::from(builder.finish()), encoding, Arc::from(Path::new("t.sst")), 0)?;
-            let got = collect(&block)?;
-            let want: Vec<_> = sorted.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            prop_assert_eq!(got, want);
-
-            let probe = key(&probe);
-            let mut iter = block.iter();
-            iter.seek(&probe)?;
-            match sorted.range(probe..).next() {
-                Some((k, v)) => {
-                    prop_assert_eq!(iter.key(), k.as_slice());
-                    prop_assert_eq!(iter.value(), Bytes::from(v.clone()));
-                }
-                None => prop_assert!(!iter.valid()),
-            }
-        }
-
-        #[test]
-        fn arbitrary_bytes_never_panic_a_block_with_tail_copies(
-            bytes in prop::collection::vec(any::<u8>(), 0..300),
-            trailer_words in 0usize..=2,
-            target in prop::collection::vec(any::<u8>(), 0..20),
-        ) {
-            let encoding = KeyEncoding { trailer_words, tail_copies: true };
-            if let Ok(block) = Block::with_encoding(Bytes::from(bytes), encoding, Arc::from(Path::new("t.sst")), 0) {
-                let mut iter = block.iter();
-                let mut steps = 0;
-                if iter.seek_to_first().is_ok() {
-                    while iter.valid() && steps < 1000 {
-                        if iter.next().is_err() {
-                            break;
-                        }
-                        steps += 1;
-                    }
-                }
-                let _ = iter.seek(&target);
-            }
+            round_trip_and_seek(&sorted, encoding, interval, &key(&probe))?;
         }
 
         #[test]
@@ -1246,34 +1238,19 @@ mod tests {
             let key = |(body, a, b): &(Vec<u8>, u64, u64)| with_trailer(body, &[!a, !b]);
             // Byte order of the encoded keys is the order a table is built in.
             let sorted: BTreeMap<Vec<u8>, Vec<u8>> = map.iter().map(|(k, v)| (key(k), v.clone())).collect();
-            let mut builder = BlockBuilder::with_key_trailer(interval, 2);
-            for (k, v) in &sorted {
-                builder.add(k, v);
-            }
-            let block = Block::with_key_trailer(Bytes::from(builder.finish()), 2, Arc::from(Path::new("t.sst")), 0)?;
-            let got = collect(&block)?;
-            let want: Vec<_> = sorted.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            prop_assert_eq!(got, want);
-
-            let probe = key(&probe);
-            let mut iter = block.iter();
-            iter.seek(&probe)?;
-            match sorted.range(probe..).next() {
-                Some((k, v)) => {
-                    prop_assert_eq!(iter.key(), k.as_slice());
-                    prop_assert_eq!(iter.value(), Bytes::from(v.clone()));
-                }
-                None => prop_assert!(!iter.valid()),
-            }
+            let encoding = KeyEncoding { trailer_words: 2, tail_copies: false };
+            round_trip_and_seek(&sorted, encoding, interval, &key(&probe))?;
         }
 
         #[test]
-        fn arbitrary_bytes_never_panic_a_block_with_a_key_trailer(
+        fn arbitrary_bytes_never_panic_a_block_with_a_key_trailer_or_tail_copies(
             bytes in prop::collection::vec(any::<u8>(), 0..300),
-            words in 0usize..=MAX_TRAILER_WORDS,
+            trailer_words in 0usize..=MAX_TRAILER_WORDS,
+            tail_copies in any::<bool>(),
             target in prop::collection::vec(any::<u8>(), 0..20),
         ) {
-            if let Ok(block) = Block::with_key_trailer(Bytes::from(bytes), words, Arc::from(Path::new("t.sst")), 0) {
+            let encoding = KeyEncoding { trailer_words, tail_copies };
+            if let Ok(block) = Block::with_encoding(Bytes::from(bytes), encoding, Arc::from(Path::new("t.sst")), 0) {
                 let mut iter = block.iter();
                 let mut steps = 0;
                 if iter.seek_to_first().is_ok() {
