@@ -166,8 +166,8 @@ impl BlockBuilder {
     }
 
     /// Appends an entry and returns how many key bytes it stored (the
-    /// unshared part of the body plus the trailer as written), for the
-    /// table's `stored_key_bytes` property.
+    /// literal part of the body, the copy reference and the trailer as
+    /// written), for the table's `stored_key_bytes` property.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> usize {
         let trailer_len = self.trailer_words * WORD_LEN;
         debug_assert!(key.len() >= trailer_len, "key shorter than its trailer");
@@ -223,8 +223,9 @@ impl BlockBuilder {
         let stored = self.buf.len() - key_start;
         self.buf.extend_from_slice(value);
 
-        self.last_key.clear();
-        self.last_key.extend_from_slice(key);
+        // The new key shares its first `shared` bytes with the last one.
+        self.last_key.truncate(shared);
+        self.last_key.extend_from_slice(key.get(shared..).unwrap_or_default());
         if self.tail_copies {
             if self.recent.len() <= self.recent_len {
                 self.recent.push(Vec::new());

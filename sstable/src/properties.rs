@@ -55,8 +55,8 @@ pub struct TableProperties {
     pub raw_key_bytes: u64,
     /// Sum of the lengths of all values.
     pub raw_value_bytes: u64,
-    /// Key bytes actually written: the unshared parts after prefix
-    /// compression, plus key trailers as stored.
+    /// Key bytes actually written: what prefix compression and tail copies
+    /// left of each key, copy references and key trailers as stored.
     pub stored_key_bytes: u64,
     /// Number of filter keys hashed into the filter (consecutive repeats once).
     pub distinct_filter_keys: u64,
