@@ -144,8 +144,8 @@ pub struct FamilyOptions {
     /// when it repeats from row to row (default off; see
     /// `cellar_sstable::KeyEncoding`). Like HBase's per-family
     /// `DATA_BLOCK_ENCODING`: families of many small cells under a few column
-    /// names shrink the most (the layout lesson's by a third), at the price of
-    /// about 15% of scan and point-read speed.
+    /// names shrink the most (the layout lesson's circulation family by a
+    /// third), at the price of about 15% of scan and point-read speed.
     pub tail_copies: bool,
 }
 
