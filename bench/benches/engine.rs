@@ -17,7 +17,7 @@ use cellar_engine::{RowRange, Store, StoreOptions};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 mod common;
-use common::{key, ok, Rng, VALUE_BYTES};
+use common::{config, key, ok, Rng, VALUE_BYTES};
 
 const FAMILY: &str = "bench";
 const COLUMN: &[u8] = b"v";
@@ -108,12 +108,6 @@ fn merge_scan(c: &mut Criterion) {
         });
     });
     group.finish();
-}
-
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
 }
 
 criterion_group! {

@@ -18,7 +18,7 @@ use cellar_sstable::{
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 mod common;
-use common::{fail, key, ok, Rng, KEY_BYTES, VALUE_BYTES};
+use common::{config, fail, key, ok, Rng, KEY_BYTES, VALUE_BYTES};
 
 /// Entries of the table and filter benches.
 const TABLE_ENTRIES: u64 = 100_000;
@@ -192,12 +192,6 @@ fn bloom(c: &mut Criterion) {
         });
     });
     group.finish();
-}
-
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
 }
 
 criterion_group! {

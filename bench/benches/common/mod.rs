@@ -1,11 +1,23 @@
-//! What the criterion benches share: stopping cleanly on a failed setup, and
-//! db_bench's key shapes and random numbers from the `peers` workloads.
+//! What the criterion benches share: their timing, stopping cleanly on a
+//! failed setup, and db_bench's key shapes and random numbers from the
+//! `peers` workloads.
+
+use std::time::Duration;
+
+use criterion::Criterion;
 
 #[allow(
     unused_imports,
     reason = "each bench binary compiles this module and uses part of it"
 )]
 pub use cellar_bench::peers::workloads::{key, Rng, KEY_BYTES, VALUE_BYTES};
+
+/// Criterion's settings for every bench: 1 s of warm-up, 3 s of measurement.
+pub fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+}
 
 /// Stops the bench with a message: setup that fails (a temporary file, a
 /// corrupt block) leaves nothing to measure.

@@ -352,30 +352,7 @@ impl AppendOnlyReport {
 
     fn render_reads(&self, out: &mut String, diffs: &mut Differences) {
         let mut g = Grid::new();
-        g.row([
-            "",
-            "sources visited",
-            "",
-            "entries read",
-            "",
-            "result",
-            "",
-            "data",
-            "pages",
-            "filter",
-        ]);
-        g.row([
-            "read",
-            "lesson",
-            "cellar",
-            "lesson",
-            "cellar",
-            "lesson",
-            "cellar",
-            "blocks",
-            "touched",
-            "negatives",
-        ]);
+        g.read_headers("read", ["sources visited", "entries read", "result"]);
         for (read, (name, key, visits, entries, result)) in self.reads.iter().zip(printed::READS) {
             g.row([
                 format!("{name} ({key})"),

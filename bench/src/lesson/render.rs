@@ -32,6 +32,26 @@ impl Grid {
         self
     }
 
+    /// The two header rows of a table of reads: `label`, then three figures
+    /// the lesson prints (each as lesson and cellar columns), then what only
+    /// cellar measures: data blocks, pages touched, filter negatives.
+    pub(crate) fn read_headers(&mut self, label: &str, figures: [&str; 3]) -> &mut Self {
+        let [a, b, c] = figures;
+        self.row(["", a, "", b, "", c, "", "data", "pages", "filter"]);
+        self.row([
+            label,
+            "lesson",
+            "cellar",
+            "lesson",
+            "cellar",
+            "lesson",
+            "cellar",
+            "blocks",
+            "touched",
+            "negatives",
+        ])
+    }
+
     /// A line of text under the previous row, indented, outside the columns.
     pub(crate) fn text(&mut self, text: impl Into<String>) -> &mut Self {
         self.lines.push(Line::Text(text.into()));

@@ -291,30 +291,7 @@ impl WideRowReport {
 
         out.push('\n');
         let mut g = Grid::new();
-        g.row([
-            "",
-            "round trips",
-            "",
-            "columns read",
-            "",
-            "result",
-            "",
-            "data",
-            "pages",
-            "filter",
-        ]);
-        g.row([
-            "path",
-            "lesson",
-            "cellar",
-            "lesson",
-            "cellar",
-            "lesson",
-            "cellar",
-            "blocks",
-            "touched",
-            "negatives",
-        ]);
+        g.read_headers("path", ["round trips", "columns read", "result"]);
         for (p, (name, trips, columns, result)) in self.paths.iter().zip(printed::PATHS) {
             g.row([
                 name.to_string(),
