@@ -16,7 +16,7 @@ use cellar::key::{self, Kind};
 use cellar::{Cell, Row};
 use serde_json::{json, Value};
 
-use super::Error;
+use crate::Error;
 
 /// Shows `bytes` as text, escaping every byte that is not printable ASCII
 /// (and the backslash itself, so that the result parses back unchanged).

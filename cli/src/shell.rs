@@ -23,8 +23,8 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
 use rustyline::{Editor, Helper};
 
-use super::store_cmds::{self, Context, StoreCommand};
-use super::Error;
+use crate::store_cmds::{self, Context, StoreCommand};
+use crate::Error;
 
 /// One line of the shell: a store command and the printing switches.
 #[derive(Debug, Parser)]

@@ -12,7 +12,7 @@ use cellar_bench::lesson;
 use cellar_bench::progress::TerminalBar;
 use clap::ValueEnum;
 
-use super::Error;
+use crate::Error;
 
 /// Arguments of `cellar lesson`.
 #[derive(Debug, clap::Args)]

@@ -19,9 +19,8 @@ use std::sync::Arc;
 use cellar::key;
 use cellar_sstable::{BlockKind, Table};
 
-use super::format::{escape, internal_key, timestamp};
-use super::store_cmds::Context;
-use super::Error;
+use crate::format::{escape, internal_key, timestamp};
+use crate::Error;
 
 /// Arguments of `dump`.
 #[derive(Debug, clap::Args)]
@@ -34,7 +33,7 @@ pub struct Args {
 }
 
 /// Prints the dump; fails if any checksum does not match.
-pub fn run(args: &Args, ctx: &Context, out: &mut dyn Write) -> Result<(), Error> {
+pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
     let table = Arc::new(Table::open(&args.file)?);
     let blocks = table.blocks()?;
     writeln!(
@@ -72,7 +71,7 @@ pub fn run(args: &Args, ctx: &Context, out: &mut dyn Write) -> Result<(), Error>
         iter.seek(&block.first_key)?;
         while iter.valid() {
             let k = iter.key().to_vec();
-            writeln!(out, "  {}", entry(&k, &iter.value(), ctx.human))?;
+            writeln!(out, "  {}", entry(&k, &iter.value(), human))?;
             if k == block.last_key {
                 break;
             }

@@ -18,7 +18,7 @@ use cellar_keys::syntax::parse;
 use cellar_keys::workload::{WorkloadKind, WorkloadSpec};
 use cellar_keys::Experiment;
 
-use super::Error;
+use crate::Error;
 
 /// Range-partitioned or hashed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

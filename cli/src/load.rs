@@ -21,8 +21,8 @@ use cellar::{Store, WriteBatch};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
-use super::format::unescape;
-use super::Error;
+use crate::format::unescape;
+use crate::Error;
 
 /// Cells per write batch: large enough to amortise a log record, small enough
 /// that one batch never dominates a memtable.

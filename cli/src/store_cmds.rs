@@ -22,8 +22,8 @@ use cellar::{
 };
 use serde_json::{json, Value};
 
-use super::format::{self, escape, unescape};
-use super::{dump, load, Error};
+use crate::format::{self, escape, unescape};
+use crate::{dump, load, Error};
 
 /// Options that say which store to open and how to print.
 #[derive(Clone, Debug)]
@@ -232,7 +232,7 @@ pub fn open(ctx: &Context) -> Result<Store, Error> {
 /// Runs one command on an open store (or none, for `dump`).
 pub fn run(ctx: &Context, store: Option<&Store>, command: &StoreCommand, out: &mut dyn Write) -> Result<(), Error> {
     let store = match (command, store) {
-        (StoreCommand::Dump(args), _) => return dump::run(args, ctx, out),
+        (StoreCommand::Dump(args), _) => return dump::run(args, ctx.human, out),
         (_, Some(store)) => store,
         (_, None) => return Err("no store is open".into()),
     };

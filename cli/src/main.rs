@@ -1,9 +1,12 @@
-//! The `cellar` command line (this folder belongs to the `cellar` binary, not
-//! to the library).
+//! `cellar`: the command line of the cellar store.
+//!
+//! This package (`cli/`) is the `cellar` binary only; the library a program
+//! embeds is the `cellar` package at the repository root, which this one
+//! depends on like any other user.
 //!
 //! One variant of [`Command`] per subcommand, each implemented in a module of
 //! its own with its clap arguments and a `run` function. To add a subcommand:
-//! write `src/cli/<name>.rs` with an `Args` struct and `run`, add a variant
+//! write `cli/src/<name>.rs` with an `Args` struct and `run`, add a variant
 //! here and a line to [`run`].
 
 use std::process::ExitCode;
@@ -62,7 +65,7 @@ type Error = Box<dyn std::error::Error>;
 
 /// Parses the command line, runs the subcommand, turns an error into a
 /// message on stderr and a failing exit status.
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,78 @@
+//! A program that embeds cellar compiles the engine and the table format, and
+//! nothing of the command line, the lesson, the key designer or the peer
+//! benchmarks. Checked the way an embedder would see it: a fresh crate that
+//! depends on `cellar` with default features off, and its `cargo tree`.
+
+use std::path::Path;
+use std::process::Command;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// What the `cellar` binary, the lesson and the benchmarks need, and an
+/// embedder does not.
+const NOT_FOR_EMBEDDERS: [&str; 9] = [
+    "clap",
+    "rustyline",
+    "indicatif",
+    "serde_json",
+    "cellar-bench",
+    "cellar-keys",
+    "fjall",
+    "rocksdb",
+    "criterion",
+];
+
+#[test]
+fn a_crate_that_embeds_cellar_builds_only_the_engine_and_the_table_format() -> TestResult {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir()?;
+    let app = tmp.path().join("app");
+    std::fs::create_dir_all(app.join("src"))?;
+    std::fs::write(
+        app.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+             [dependencies]\ncellar = {{ path = {:?}, default-features = false }}\n\n\
+             [workspace]\n",
+            repo.display().to_string()
+        ),
+    )?;
+    std::fs::write(app.join("src/main.rs"), "fn main() {}\n")?;
+    // The repository's lock file pins the same versions the workspace builds,
+    // so the tree resolves without the network.
+    std::fs::copy(repo.join("Cargo.lock"), app.join("Cargo.lock"))?;
+
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ])
+        .current_dir(&app)
+        .output()?;
+    let stderr = String::from_utf8(output.stderr)?;
+    assert!(output.status.success(), "cargo tree failed: {stderr}");
+    let stdout = String::from_utf8(output.stdout)?;
+    let mut names: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+
+    for wanted in ["cellar", "cellar-engine", "cellar-sstable"] {
+        assert!(names.contains(&wanted), "{wanted} missing from the tree: {names:?}");
+    }
+    let unwanted: Vec<&str> = NOT_FOR_EMBEDDERS
+        .into_iter()
+        .filter(|name| names.contains(name))
+        .collect();
+    assert_eq!(unwanted, Vec::<&str>::new(), "an embedder would compile these");
+    Ok(())
+}
