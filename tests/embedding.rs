@@ -8,9 +8,9 @@ use std::process::Command;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-/// What the `cellar` binary, the lesson and the benchmarks need, and an
-/// embedder does not.
-const NOT_FOR_EMBEDDERS: [&str; 9] = [
+/// What the `cellar` binary, the lesson, the benchmarks and the tests need,
+/// and an embedder does not.
+const NOT_FOR_EMBEDDERS: [&str; 10] = [
     "clap",
     "rustyline",
     "indicatif",
@@ -20,6 +20,7 @@ const NOT_FOR_EMBEDDERS: [&str; 9] = [
     "fjall",
     "rocksdb",
     "criterion",
+    "cellar-testkit",
 ];
 
 #[test]
@@ -66,7 +67,7 @@ fn a_crate_that_embeds_cellar_builds_only_the_engine_and_the_table_format() -> T
     names.sort_unstable();
     names.dedup();
 
-    for wanted in ["cellar", "cellar-engine", "cellar-sstable"] {
+    for wanted in ["cellar", "cellar-engine", "cellar-sstable", "cellar-fs"] {
         assert!(names.contains(&wanted), "{wanted} missing from the tree: {names:?}");
     }
     let unwanted: Vec<&str> = NOT_FOR_EMBEDDERS

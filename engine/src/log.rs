@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use cellar_sstable::fs;
+use cellar_fs as fs;
 
 use crate::error::{Error, Result};
 

@@ -24,7 +24,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cellar_sstable::fs;
+use cellar_fs as fs;
 
 use crate::error::{Error, Result};
 use crate::log::{self, TailPolicy};

@@ -19,7 +19,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use cellar_sstable::{fs, Table};
+use cellar_fs as fs;
+use cellar_sstable::Table;
 
 use crate::batch;
 use crate::error::{Error, Result};

@@ -47,7 +47,7 @@ impl Drop for TableFile {
         if self.obsolete.load(Ordering::Acquire) {
             // The manifest no longer lists this file, so a failure here only leaves
             // garbage that the next open removes; nothing to report.
-            let _ = cellar_sstable::fs::remove(&self.path);
+            let _ = cellar_fs::remove(&self.path);
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Power loss: after a power cut the store holds exactly what was fsynced.
 //!
 //! A killed process loses nothing the kernel already has; a power cut also
-//! loses what the kernel had not written to the disk. The table crate's fault
-//! journal (`cellar_sstable::fs::fault`, enabled for these tests only) records
+//! loses what the kernel had not written to the disk. The testkit's fault
+//! journal (`cellar_testkit::fault`, a dev-dependency only) records
 //! every sync, rename and removal under a watched folder, and
 //! `Watch::power_loss` copies the folder as the disk would hold it if power
 //! failed at that instant: each file cut to its length at its last sync, names
@@ -24,7 +24,7 @@ use std::error::Error as StdError;
 use std::path::{Path, PathBuf};
 
 use cellar_engine::{FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
-use cellar_sstable::fs::fault;
+use cellar_testkit::fault;
 
 type TestResult = Result<(), Box<dyn StdError>>;
 

@@ -17,11 +17,12 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use cellar_fs as fs;
+
 use crate::block::{BlockBuilder, KeyEncoding, MAX_TRAILER_WORDS};
 use crate::bloom::{filter_hash, BloomFilterBuilder};
 use crate::error::{io_error, Error, Result};
 use crate::format::{block_trailer, BlockHandle, BlockKind, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION};
-use crate::fs;
 use crate::properties::TableProperties;
 
 /// Longest key a table accepts (1 GiB).

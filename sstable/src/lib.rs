@@ -26,8 +26,8 @@
 //! - Damage is reported as [`Error::Corruption`] with the file and offset;
 //!   nothing panics on bad bytes.
 //! - Every file-system call that matters for durability (create, fsync,
-//!   rename, remove) goes through [`fs`], which the engine uses too; with the
-//!   `fault-injection` feature, tests can simulate a power loss there.
+//!   rename, remove) goes through `cellar-fs`, the file layer the engine
+//!   uses too.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -62,7 +62,6 @@ mod coding;
 mod cost;
 mod error;
 mod format;
-pub mod fs;
 mod properties;
 mod table;
 

@@ -129,7 +129,7 @@ impl Inner {
         for n in obsolete {
             // A segment that cannot be removed is only wasted space; the next
             // open skips it (it is older than every family's log number).
-            if cellar_sstable::fs::remove(&log_path(&self.dir, n)).is_ok() {
+            if cellar_fs::remove(&log_path(&self.dir, n)).is_ok() {
                 self.live_logs.lock().remove(&n);
             }
         }

@@ -207,7 +207,7 @@ impl Store {
         }
         let id = install.state.families.keys().max().map_or(1, |m| m + 1);
         let family_dir = self.inner.dir.join(name);
-        cellar_sstable::fs::create_dir_all(&family_dir).map_err(|e| Error::io(&family_dir, e))?;
+        cellar_fs::create_dir_all(&family_dir).map_err(|e| Error::io(&family_dir, e))?;
         crate::log::sync_dir(&self.inner.dir)?;
         let current_log = self.inner.writer_log_number_hint();
         let edits = vec![

@@ -1,0 +1,12 @@
+//! # cellar-testkit: what the tests need and the library does not
+//!
+//! A dev-dependency only: nothing here is compiled into a program that
+//! embeds cellar.
+//!
+//! - [`fault`]: a power loss, simulated. A [`cellar_fs::FileSystem`] that
+//!   records, for every file under a watched folder, what the disk would keep
+//!   if power failed now, as LevelDB's fault-injection test does.
+
+#![deny(missing_docs)]
+
+pub mod fault;
