@@ -56,8 +56,12 @@ impl FileSystem for Counting {
     }
 }
 
-static COUNTING: Counting = Counting { calls: AtomicUsize::new(0) };
-static OTHER: Counting = Counting { calls: AtomicUsize::new(0) };
+static COUNTING: Counting = Counting {
+    calls: AtomicUsize::new(0),
+};
+static OTHER: Counting = Counting {
+    calls: AtomicUsize::new(0),
+};
 
 #[test]
 fn every_call_goes_to_the_installed_file_system_and_only_one_can_be_installed() -> TestResult {
