@@ -22,7 +22,8 @@
 
 use std::ops::Range;
 
-use crate::key::{self, Kind};
+use crate::key;
+use crate::visibility::{Verdict, Visibility};
 
 /// The largest number of runs one minor compaction merges.
 pub const MAX_RUNS_PER_COMPACTION: usize = 32;
@@ -58,96 +59,50 @@ pub fn choose(run_sizes: &[u64], trigger: usize) -> Option<Range<usize>> {
     None
 }
 
-/// What a compaction keeps, decided one entry at a time over the merged inputs
-/// (cell order: row, column, newest first).
+/// What a flush or a compaction keeps, decided one entry at a time over its
+/// merged inputs (cell order: row, column, newest first) by the one
+/// visibility rule ([`Visibility`]).
 ///
-/// Only entries that no reader of the *new* version can see are dropped. Older
-/// snapshots keep reading the input files, which stay on disk until the last
-/// snapshot that lists them is dropped, so they need nothing from the output.
+/// Only entries that no reader of the *new* version can see are dropped.
+/// Older snapshots keep reading the inputs (a flushed memtable, or input files
+/// that stay on disk until the last snapshot listing them is dropped), so they
+/// need nothing from the output. Every reader of the new version reads at a
+/// sequence number at or above `horizon` (the sequence visible when the work
+/// started), so the rule is applied as a reader at `horizon` would apply it.
 pub(crate) struct Compactor {
-    max_versions: u32,
-    expire_before: u64,
+    rule: Visibility,
     bottommost: bool,
-    row: Vec<u8>,
-    row_tombstone: Option<(u64, u64)>,
-    cell: Vec<u8>,
-    cell_tombstone: Option<(u64, u64)>,
-    kept: u32,
-    last_ts: Option<u64>,
 }
 
 impl Compactor {
     /// `bottommost`: the inputs include the family's oldest run, so no older
     /// entry exists anywhere else.
-    pub fn new(max_versions: u32, expire_before: u64, bottommost: bool) -> Compactor {
+    pub fn new(horizon: u64, max_versions: u32, expire_before: u64, bottommost: bool) -> Compactor {
         Compactor {
-            max_versions,
-            expire_before,
+            rule: Visibility::new(horizon, max_versions, expire_before),
             bottommost,
-            row: Vec::new(),
-            row_tombstone: None,
-            cell: Vec::new(),
-            cell_tombstone: None,
-            kept: 0,
-            last_ts: None,
         }
     }
 
     /// Whether the entry with this key goes to the output.
     pub fn keep(&mut self, entry_key: &[u8]) -> bool {
-        let (Some((ts, seq, kind)), Some(row)) = (key::suffix(entry_key), key::row_part(entry_key)) else {
+        if key::suffix(entry_key).is_none() {
             // Not an internal key: keep it, so compaction never loses bytes it does not understand.
             return true;
-        };
-        if row != self.row.as_slice() {
-            self.row.clear();
-            self.row.extend_from_slice(row);
-            self.row_tombstone = None;
-            self.cell.clear();
         }
-        let age = (ts, seq);
-        let expired = ts < self.expire_before;
-        if kind == Kind::DeleteRow {
-            if self.row_tombstone.is_some() {
-                return false; // an older row tombstone: the newer one hides all it hides
-            }
-            self.row_tombstone = Some(age);
-            // A tombstone is dropped only when nothing older exists outside the
+        match self.rule.judge(entry_key) {
+            // Seen by readers at the horizon, or written after it (a reader
+            // between the two must still find it, and what it would hide).
+            Verdict::Visible | Verdict::Unwritten => true,
+            // A deletion is dropped only when nothing older exists outside the
             // inputs (bottommost: whatever it hides in the inputs is dropped
-            // here too), or when it has expired (everything it could hide has
-            // expired with it).
-            return !(self.bottommost || expired);
-        }
-        if self.row_tombstone.is_some_and(|t| age < t) {
-            return false; // hidden by the row's deletion
-        }
-        let cell = key::prefix(entry_key);
-        if cell != self.cell.as_slice() {
-            self.cell.clear();
-            self.cell.extend_from_slice(cell);
-            self.cell_tombstone = None;
-            self.kept = 0;
-            self.last_ts = None;
-        }
-        if kind == Kind::DeleteCell {
-            if self.cell_tombstone.is_some() {
-                return false;
-            }
-            self.cell_tombstone = Some(age);
-            return !(self.bottommost || expired);
-        }
-        if self.cell_tombstone.is_some_and(|t| age < t)
-            || self.last_ts == Some(ts)
-            || self.kept >= self.max_versions
-            || expired
-        {
+            // here too). An expired one is already `Hidden`: everything it
+            // could hide has expired with it.
+            Verdict::Deletion => !self.bottommost,
             // Hidden by a deletion, replaced by a later write with the same
             // timestamp, beyond max_versions, or expired: no reader sees it.
-            return false;
+            Verdict::Hidden => false,
         }
-        self.kept += 1;
-        self.last_ts = Some(ts);
-        true
     }
 }
 
@@ -168,8 +123,9 @@ mod tests {
 
     #[test]
     fn compaction_drops_what_no_reader_sees() {
+        use crate::key::Kind;
         let k = |col: &str, ts, seq, kind| key::encode(b"r", col.as_bytes(), ts, seq, kind);
-        let mut c = Compactor::new(1, 0, false);
+        let mut c = Compactor::new(u64::MAX, 1, 0, false);
         assert!(
             c.keep(&k("", 50, 9, Kind::DeleteRow)),
             "not bottommost: the row tombstone stays"
@@ -178,7 +134,7 @@ mod tests {
         assert!(!c.keep(&k("a", 40, 3, Kind::Put)), "hidden by the row deletion");
         assert!(c.keep(&k("b", 70, 11, Kind::Put)));
         assert!(!c.keep(&k("b", 65, 8, Kind::Put)), "beyond max_versions");
-        let mut bottom = Compactor::new(2, 0, true);
+        let mut bottom = Compactor::new(u64::MAX, 2, 0, true);
         assert!(
             !bottom.keep(&k("c", 30, 5, Kind::DeleteCell)),
             "bottommost: tombstone dropped"
@@ -187,7 +143,23 @@ mod tests {
         assert!(bottom.keep(&k("d", 20, 4, Kind::Put)));
         assert!(!bottom.keep(&k("d", 20, 2, Kind::Put)), "same timestamp, earlier write");
         assert!(bottom.keep(&k("d", 10, 1, Kind::Put)), "second version kept");
-        let mut ttl = Compactor::new(1, 100, false);
+        let mut ttl = Compactor::new(u64::MAX, 1, 100, false);
         assert!(!ttl.keep(&k("e", 99, 1, Kind::Put)), "expired");
+    }
+
+    #[test]
+    fn writes_after_the_horizon_are_kept_and_hide_nothing() {
+        use crate::key::Kind;
+        let k = |col: &str, ts, seq, kind| key::encode(b"r", col.as_bytes(), ts, seq, kind);
+        // A reader may still be at sequence 5: it must find the version seq 9 replaces.
+        let mut c = Compactor::new(5, 1, 0, true);
+        assert!(
+            c.keep(&k("", 40, 8, Kind::DeleteRow)),
+            "not yet visible to every reader"
+        );
+        assert!(c.keep(&k("a", 30, 9, Kind::Put)), "not yet visible to every reader");
+        assert!(c.keep(&k("a", 20, 4, Kind::Put)), "the newest version at the horizon");
+        assert!(!c.keep(&k("a", 10, 3, Kind::Put)), "replaced before the horizon");
+        assert!(c.keep(&k("b", 10, 2, Kind::Put)));
     }
 }

@@ -97,6 +97,24 @@ impl MergeIterator {
         Ok(())
     }
 
+    /// Moves past every entry before `target`: each cursor still before it
+    /// seeks (an index search, perhaps a block), the others stay where they are.
+    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+        for &i in &self.heap {
+            if let Some(cursor) = self.cursors.get_mut(i) {
+                if cursor.key() < target {
+                    cursor.seek(target)?;
+                }
+            }
+        }
+        let cursors = &self.cursors;
+        self.heap.retain(|&i| cursors.get(i).is_some_and(Cursor::valid));
+        for i in (0..self.heap.len() / 2).rev() {
+            self.sift_down(i);
+        }
+        Ok(())
+    }
+
     /// The cursors, in the order given (for per-source accounting).
     pub fn cursors(&self) -> &[Cursor] {
         &self.cursors

@@ -8,6 +8,8 @@
 //! * A **point read** (`get`) consults the sources newest first and stops at the
 //!   first decisive hit: once it holds a version `(ts, seq)`, a source whose
 //!   largest timestamp and sequence are not newer cannot change the answer.
+//!   The newest row deletion and the newest entry of the cell then go through
+//!   the visibility rule ([`crate::visibility`]), like every other read.
 //! * A **range read** (`get_row`, `slice`, `scan`) merges every source that may
 //!   hold keys in the range ([`crate::merge`]) and passes the merged stream
 //!   through the visibility step ([`crate::visibility`]).
@@ -24,7 +26,7 @@ use crate::merge::MergeIterator;
 use crate::source::sources;
 use crate::trace::{Settled, SourceTrace, Trace};
 use crate::version::{FamilyVersion, Version};
-use crate::visibility::Visibility;
+use crate::visibility::{Verdict, Visibility};
 
 /// One version of one column of a row.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -216,15 +218,19 @@ impl Snapshot {
         let row_prefix = cell_prefix.get(..row_len).unwrap_or(&[]);
         let mut tombstone_prefix = Vec::new();
 
-        // The newest entry seen so far for this cell or its row: (ts, seq, kind, value).
-        let mut best: Option<(u64, u64, Kind, Bytes)> = None;
+        // The newest row deletion and the newest entry of the cell over the
+        // sources so far, as `(ts, seq, kind, value)`: the visibility rule
+        // needs nothing else to decide a point read.
+        let mut row_deletion: Option<(u64, u64)> = None;
+        let mut newest: Option<(u64, u64, Kind, Bytes)> = None;
         let mut trace = Trace::default();
         for source in sources(fam) {
-            if let Some((ts, seq, _, _)) = &best {
+            let decided = row_deletion.max(newest.as_ref().map(|n| (n.0, n.1)));
+            if let Some(decided) = decided {
                 // Nothing in this source is newer than what we hold: skip it. Not
                 // `break`: an older source may still hold a larger timestamp (a
                 // put with an explicit timestamp written before a smaller one).
-                if source.max_ts_seq() <= (*ts, *seq) {
+                if source.max_ts_seq() <= decided {
                     continue;
                 }
             }
@@ -233,28 +239,37 @@ impl Snapshot {
             let mut st = SourceTrace::new(source.kind(), settled);
             if settled == Settled::Searched {
                 let mut reader = source.open();
-                let mut candidates = [None, None];
                 if source.has_tombstones() {
                     if tombstone_prefix.is_empty() {
                         tombstone_prefix = key::row_tombstone_prefix(row);
                     }
-                    candidates[0] = reader.newest_with_prefix(&tombstone_prefix, self.sequence, &mut st)?;
+                    if let Some(((ts, seq, _), _)) =
+                        reader.newest_with_prefix(&tombstone_prefix, self.sequence, &mut st)?
+                    {
+                        row_deletion = row_deletion.max(Some((ts, seq)));
+                    }
                 }
-                candidates[1] = reader.newest_with_prefix(&cell_prefix, self.sequence, &mut st)?;
+                if let Some(((ts, seq, kind), value)) =
+                    reader.newest_with_prefix(&cell_prefix, self.sequence, &mut st)?
+                {
+                    if newest.as_ref().is_none_or(|n| (ts, seq) > (n.0, n.1)) {
+                        newest = Some((ts, seq, kind, value));
+                    }
+                }
                 if let Some(c) = reader.cost() {
                     cost.add(c);
-                }
-                for ((ts, seq, kind), value) in candidates.into_iter().flatten() {
-                    if best.as_ref().is_none_or(|b| (ts, seq) > (b.0, b.1)) {
-                        best = Some((ts, seq, kind, value));
-                    }
                 }
             }
             st.add_cost(&cost);
             trace.sources.push(st);
         }
-        let cell = match best {
-            Some((ts, _, Kind::Put, value)) if ts >= self.expire_before(fam) => Some(Cell {
+        let mut rule = Visibility::new(self.sequence, 1, self.expire_before(fam));
+        if let Some((ts, seq)) = row_deletion {
+            rule.judge_entry(ts, seq, Kind::DeleteRow);
+        }
+        rule.start_cell();
+        let cell = match newest {
+            Some((ts, seq, kind, value)) if rule.judge_entry(ts, seq, kind) == Verdict::Visible => Some(Cell {
                 column: Bytes::copy_from_slice(column),
                 timestamp: ts,
                 value,
@@ -360,6 +375,9 @@ impl Snapshot {
     }
 }
 
+/// Versions of a settled cell a read steps over before it seeks past the rest.
+const SEQUENTIAL_SKIPS: usize = 8;
+
 /// A merged, visibility-filtered walk over one family's key range.
 struct RangeRead {
     merge: MergeIterator,
@@ -417,7 +435,7 @@ impl RangeRead {
             costs.push(cost);
         }
         if let (true, Some(rp)) = (probe_tombstones, &row_prefix) {
-            visibility.preset_row_tombstone(rp, row_tombstone);
+            visibility.preset_row_deletion(rp, row_tombstone);
         }
         Ok(RangeRead {
             merge: MergeIterator::new(cursors),
@@ -432,7 +450,13 @@ impl RangeRead {
     /// place, before the merge moves on: no copy of it is made.
     fn next_cell(&mut self) -> Result<Option<(Bytes, Cell)>> {
         while self.merge.valid() {
-            if self.visibility.admit(self.merge.key()) {
+            if self.visibility.cell_settled() {
+                self.skip_settled_cell()?;
+                if !self.merge.valid() {
+                    break;
+                }
+            }
+            if self.visibility.judge(self.merge.key()) == Verdict::Visible {
                 let Some(parsed) = key::parse(self.merge.key()) else {
                     return Err(Error::corruption("<merged read>", 0, "an entry's key does not decode"));
                 };
@@ -447,6 +471,26 @@ impl RangeRead {
             self.merge.next()?;
         }
         Ok(None)
+    }
+
+    /// Moves past the rest of a cell the visibility rule has settled (its
+    /// versions all returned, or a deletion covering it): a few steps, then,
+    /// if more versions remain, one seek to the next cell. Stepping is cheaper
+    /// when a cell has a version or two left; seeking when a hot cell has
+    /// piled up many (RocksDB makes the same choice, after 8 steps).
+    fn skip_settled_cell(&mut self) -> Result<()> {
+        let mut steps = 0;
+        while self.merge.valid() && key::prefix(self.merge.key()) == self.visibility.cell() {
+            if steps == SEQUENTIAL_SKIPS {
+                if let Some(next_cell) = key::prefix_successor(self.visibility.cell()) {
+                    self.merge.seek(&next_cell)?;
+                    return Ok(());
+                }
+            }
+            self.merge.next()?;
+            steps += 1;
+        }
+        Ok(())
     }
 
     /// The trace so far.

@@ -286,6 +286,23 @@ impl Cursor {
         Ok(())
     }
 
+    /// Moves to the first entry at or after `target` (which must not be
+    /// before the current entry): a skip over entries the read does not need,
+    /// which are not counted as examined.
+    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+        match &mut self.inner {
+            CursorInner::Mem(m) => {
+                m.chunk.clear();
+                m.at = 0;
+                m.memtable.chunk_from(target, true, MEMTABLE_CHUNK, &mut m.chunk);
+                m.exhausted = m.chunk.len() < MEMTABLE_CHUNK;
+            }
+            CursorInner::Table(t) => t.seek(target)?,
+        }
+        self.check_valid();
+        Ok(())
+    }
+
     /// Entries produced inside the range so far.
     pub fn examined(&self) -> u64 {
         self.examined

@@ -1,10 +1,11 @@
-//! The visibility step: from every stored entry to the cells a reader sees.
+//! The visibility rule: what hides what, written once for every path.
 //!
-//! The merged stream of a read holds all versions and all deletions, in cell
-//! order (row, column, newest first). This step walks it once and keeps an entry
-//! only if all of these hold:
+//! A row's entries arrive in cell order (row, column, newest first; a row's
+//! deletions before its columns). A reader at sequence number `upto` sees an
+//! entry only if all of these hold:
 //!
-//! 1. it was written at or before the read's snapshot (sequence number);
+//! 1. it was written at or before `upto` (later writes do not exist for this
+//!    reader, and hide nothing from it);
 //! 2. no deletion hides it. A deletion hides the versions *older than itself*,
 //!    where age is `(timestamp, sequence)`: a cell tombstone hides the older
 //!    versions of its column, a row tombstone those of every column of its row.
@@ -13,7 +14,9 @@
 //! 3. it is not a replaced version: two puts with the same timestamp are one
 //!    version, and the later write (larger sequence) replaces the earlier;
 //! 4. it is among the newest `versions` versions of its cell;
-//! 5. it has not expired (`timestamp + ttl` is in the future).
+//! 5. it has not expired (`timestamp + ttl` is in the future). An expired
+//!    deletion hides nothing that has not expired with it, so it counts as
+//!    hidden too.
 //!
 //! One exception, shared with HBase: a put written *after* a deletion but
 //! carrying an *older* timestamp is hidden only while the deletion is stored.
@@ -21,137 +24,347 @@
 //! hide), and from then on such a late put is visible. Write with timestamps
 //! from the store's clock (the default) and this never arises.
 //!
-//! Because newer versions sort first, every rule is decided by looking at the
-//! entry and a few remembered facts about its row and cell; nothing is buffered.
+//! [`Visibility`] walks the stream once and gives every entry a [`Verdict`].
+//! Every path asks it: a range read returns the `Visible` entries; a point
+//! read hands it the newest row deletion and the newest entry of its cell; a
+//! flush and a compaction keep what some reader may still see (see
+//! `crate::compaction::Compactor`); the statistics count `Visible` entries as
+//! live. Because newer versions sort first, every verdict follows from the
+//! entry and a few remembered facts about its row and cell: nothing is buffered.
 
 use crate::key::{self, Kind};
 
-/// Per-read state of the visibility step.
+/// What the rule says about one entry, for a reader at sequence `upto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// A version the reader sees.
+    Visible,
+    /// Written after `upto`: the reader does not see it, and it hides nothing.
+    Unwritten,
+    /// A deletion the reader sees: never returned itself, it hides the older
+    /// versions of its cell (or, for a row tombstone, of its whole row).
+    Deletion,
+    /// Hidden from the reader: by a deletion, by a later write with the same
+    /// timestamp, beyond the versions kept, or expired; or a deletion that a
+    /// newer deletion of the same cell or row already covers.
+    Hidden,
+}
+
+/// The rule applied to one walk over entries in cell order.
 pub(crate) struct Visibility {
-    snapshot: u64,
+    upto: u64,
     versions: u32,
-    /// Cells with a timestamp below this have expired (0 = no TTL).
+    /// Entries with a timestamp below this have expired (0 = no TTL).
     expire_before: u64,
+    /// The encoded row prefix of the row being walked (empty before the first entry).
     row: Vec<u8>,
-    row_tombstone: Option<(u64, u64)>,
+    row_deletion: Option<(u64, u64)>,
+    /// The key of the cell being walked, without its suffix.
     cell: Vec<u8>,
-    cell_tombstone: Option<(u64, u64)>,
+    cell_deletion: Option<(u64, u64)>,
+    /// Versions of the cell judged `Visible` so far.
     kept: u32,
     last_ts: Option<u64>,
+    /// Whether every later entry of the cell is hidden from this reader.
+    cell_settled: bool,
 }
 
 impl Visibility {
-    pub fn new(snapshot: u64, versions: u32, expire_before: u64) -> Visibility {
+    /// The rule for a reader at sequence `upto` that keeps `versions` versions
+    /// per cell, with entries older than `expire_before` expired (0 = no TTL).
+    pub fn new(upto: u64, versions: u32, expire_before: u64) -> Visibility {
         Visibility {
-            snapshot,
+            upto,
             versions,
             expire_before,
             row: Vec::new(),
-            row_tombstone: None,
+            row_deletion: None,
             cell: Vec::new(),
-            cell_tombstone: None,
+            cell_deletion: None,
             kept: 0,
             last_ts: None,
+            cell_settled: false,
         }
     }
 
-    /// Tells the step about a row tombstone found before the stream starts (a
-    /// slice that begins in the middle of a row never meets its row tombstones).
-    pub fn preset_row_tombstone(&mut self, row_prefix: &[u8], tombstone: Option<(u64, u64)>) {
+    /// Starts a new row: forgets its deletion and its cell.
+    pub fn start_row(&mut self) {
         self.row.clear();
-        self.row.extend_from_slice(row_prefix);
-        self.row_tombstone = tombstone;
+        self.row_deletion = None;
+        self.start_cell();
     }
 
-    /// Whether the entry with this key is a visible version to return.
-    pub fn admit(&mut self, entry_key: &[u8]) -> bool {
+    /// Starts a new cell of the same row.
+    pub fn start_cell(&mut self) {
+        self.cell.clear();
+        self.cell_deletion = None;
+        self.kept = 0;
+        self.last_ts = None;
+        self.cell_settled = false;
+    }
+
+    /// Tells the walk about a row deletion found before the stream starts (a
+    /// slice that begins in the middle of a row never meets its row tombstones).
+    pub fn preset_row_deletion(&mut self, row_prefix: &[u8], deletion: Option<(u64, u64)>) {
+        self.start_row();
+        self.row.extend_from_slice(row_prefix);
+        self.row_deletion = deletion;
+    }
+
+    /// The verdict on the entry with this internal key, which must come after
+    /// the previous one in cell order. A key that does not decode is `Hidden`.
+    pub fn judge(&mut self, entry_key: &[u8]) -> Verdict {
         let Some((ts, seq, kind)) = key::suffix(entry_key) else {
-            return false;
+            return Verdict::Hidden;
         };
-        if seq > self.snapshot {
-            return false;
-        }
-        let Some(row) = key::row_part(entry_key) else {
-            return false;
-        };
-        if row != self.row.as_slice() {
-            self.row.clear();
-            self.row.extend_from_slice(row);
-            self.row_tombstone = None;
-            self.cell.clear();
-        }
-        if kind == Kind::DeleteRow {
-            // The first visible row tombstone is the newest: it hides all the others.
-            if self.row_tombstone.is_none() {
-                self.row_tombstone = Some((ts, seq));
+        let body = key::prefix(entry_key);
+        if body != self.cell.as_slice() {
+            // A new cell; a new row too unless it starts with the row's prefix
+            // (which ends with a terminator that no row or column contains).
+            if self.row.is_empty() || !body.starts_with(&self.row) {
+                self.start_row();
+                let Some(row) = key::row_part(entry_key) else {
+                    return Verdict::Hidden;
+                };
+                self.row.extend_from_slice(row);
             }
-            return false;
+            self.start_cell();
+            self.cell.extend_from_slice(body);
         }
-        let cell = key::prefix(entry_key);
-        if cell != self.cell.as_slice() {
-            self.cell.clear();
-            self.cell.extend_from_slice(cell);
-            self.cell_tombstone = None;
-            self.kept = 0;
-            self.last_ts = None;
-        }
-        if kind == Kind::DeleteCell {
-            if self.cell_tombstone.is_none() {
-                self.cell_tombstone = Some((ts, seq));
-            }
-            return false;
+        self.judge_entry(ts, seq, kind)
+    }
+
+    /// Whether the entry with this key is a visible version (for counting).
+    pub fn admit(&mut self, entry_key: &[u8]) -> bool {
+        self.judge(entry_key) == Verdict::Visible
+    }
+
+    /// The verdict on an entry of the current cell (or, for a row tombstone,
+    /// of the current row), given its timestamp, sequence number and kind.
+    pub fn judge_entry(&mut self, ts: u64, seq: u64, kind: Kind) -> Verdict {
+        if seq > self.upto {
+            return Verdict::Unwritten;
         }
         let age = (ts, seq);
-        let hidden = self.cell_tombstone.is_some_and(|t| age < t) || self.row_tombstone.is_some_and(|t| age < t);
-        if hidden || self.last_ts == Some(ts) || self.kept >= self.versions || ts < self.expire_before {
-            return false;
+        let verdict = if ts < self.expire_before {
+            // Everything after it in the cell is older, so expired too.
+            self.cell_settled = true;
+            Verdict::Hidden
+        } else {
+            match kind {
+                Kind::DeleteRow => Self::first_deletion(&mut self.row_deletion, age),
+                Kind::DeleteCell => Self::first_deletion(&mut self.cell_deletion, age),
+                Kind::Put => {
+                    let deleted = |d: Option<(u64, u64)>| d.is_some_and(|d| age < d);
+                    let replaced = self.last_ts == Some(ts);
+                    if deleted(self.cell_deletion)
+                        || deleted(self.row_deletion)
+                        || replaced
+                        || self.kept >= self.versions
+                    {
+                        Verdict::Hidden
+                    } else {
+                        self.kept += 1;
+                        self.last_ts = Some(ts);
+                        Verdict::Visible
+                    }
+                }
+            }
+        };
+        // Once a deletion covers the cell (entries after it are older) or its
+        // versions are all kept, no later entry of the cell is visible.
+        self.cell_settled |= self.cell_deletion.is_some()
+            || self.kept >= self.versions
+            || (kind == Kind::DeleteRow && self.row_deletion.is_some())
+            || (kind == Kind::Put && self.row_deletion.is_some_and(|d| age < d));
+        verdict
+    }
+
+    /// The newest deletion of a cell or row is the one that counts; older ones
+    /// hide nothing it does not.
+    fn first_deletion(slot: &mut Option<(u64, u64)>, age: (u64, u64)) -> Verdict {
+        if slot.is_some() {
+            return Verdict::Hidden;
         }
-        self.kept += 1;
-        self.last_ts = Some(ts);
-        true
+        *slot = Some(age);
+        Verdict::Deletion
+    }
+
+    /// Whether no later entry of the current cell can be visible to this
+    /// reader, so a read may skip to the next cell. (A compaction may not: it
+    /// keeps `Unwritten` entries.)
+    pub fn cell_settled(&self) -> bool {
+        self.cell_settled
+    }
+
+    /// The key of the current cell, without its suffix (empty before the first entry).
+    pub fn cell(&self) -> &[u8] {
+        &self.cell
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Verdict::{Deletion, Hidden, Unwritten, Visible};
 
     fn k(row: &str, col: &str, ts: u64, seq: u64, kind: Kind) -> Vec<u8> {
         key::encode(row.as_bytes(), col.as_bytes(), ts, seq, kind)
     }
 
+    /// The verdicts on a stream of entries, in order.
+    fn verdicts(rule: &mut Visibility, stream: &[Vec<u8>]) -> Vec<Verdict> {
+        stream.iter().map(|entry| rule.judge(entry)).collect()
+    }
+
     #[test]
     fn deleted_row_hides_older_columns_but_not_newer_ones() {
-        let mut v = Visibility::new(u64::MAX, 1, 0);
+        let mut rule = Visibility::new(u64::MAX, 1, 0);
         let stream = [
-            (k("r", "", 10, 5, Kind::DeleteRow), false),
-            (k("r", "a", 9, 1, Kind::Put), false),
-            (k("r", "b", 11, 6, Kind::Put), true),
-            (k("s", "a", 1, 2, Kind::Put), true),
+            k("r", "", 10, 5, Kind::DeleteRow),
+            k("r", "a", 9, 1, Kind::Put),
+            k("r", "b", 11, 6, Kind::Put),
+            k("s", "a", 1, 2, Kind::Put),
         ];
-        for (entry, visible) in stream {
-            assert_eq!(v.admit(&entry), visible);
-        }
+        assert_eq!(verdicts(&mut rule, &stream), [Deletion, Hidden, Visible, Visible]);
     }
 
     #[test]
     fn cell_tombstone_hides_older_versions_and_later_same_timestamp_put_wins() {
-        let mut v = Visibility::new(u64::MAX, 3, 0);
-        // Sorted newest first: put ts 7 (seq 9), delete ts 7 (seq 8), put ts 7 (seq 3), put ts 2.
-        assert!(v.admit(&k("r", "c", 7, 9, Kind::Put)));
-        assert!(!v.admit(&k("r", "c", 7, 8, Kind::DeleteCell)));
-        assert!(!v.admit(&k("r", "c", 7, 3, Kind::Put)));
-        assert!(!v.admit(&k("r", "c", 2, 1, Kind::Put)));
+        let mut rule = Visibility::new(u64::MAX, 3, 0);
+        // Newest first: put ts 7 (seq 9), delete ts 7 (seq 8), put ts 7 (seq 3), put ts 2.
+        let stream = [
+            k("r", "c", 7, 9, Kind::Put),
+            k("r", "c", 7, 8, Kind::DeleteCell),
+            k("r", "c", 7, 3, Kind::Put),
+            k("r", "c", 2, 1, Kind::Put),
+        ];
+        assert_eq!(verdicts(&mut rule, &stream), [Visible, Deletion, Hidden, Hidden]);
     }
 
     #[test]
-    fn versions_snapshot_and_ttl_limit_what_is_seen() {
-        let mut v = Visibility::new(10, 2, 5);
-        assert!(!v.admit(&k("r", "c", 9, 11, Kind::Put)), "written after the snapshot");
-        assert!(v.admit(&k("r", "c", 8, 4, Kind::Put)));
-        assert!(!v.admit(&k("r", "c", 8, 2, Kind::Put)), "same timestamp: replaced");
-        assert!(v.admit(&k("r", "c", 6, 1, Kind::Put)));
-        assert!(!v.admit(&k("r", "c", 5, 0, Kind::Put)), "third version");
-        assert!(!v.admit(&k("r", "d", 4, 0, Kind::Put)), "expired");
+    fn snapshot_versions_replacement_and_ttl_limit_what_is_seen() {
+        let mut rule = Visibility::new(10, 2, 5);
+        let stream = [
+            k("r", "c", 9, 11, Kind::Put), // written after the snapshot
+            k("r", "c", 8, 4, Kind::Put),
+            k("r", "c", 8, 2, Kind::Put), // same timestamp: replaced
+            k("r", "c", 6, 1, Kind::Put),
+            k("r", "c", 5, 0, Kind::Put), // a third version
+            k("r", "d", 4, 0, Kind::Put), // expired
+        ];
+        assert_eq!(
+            verdicts(&mut rule, &stream),
+            [Unwritten, Visible, Hidden, Visible, Hidden, Hidden]
+        );
+    }
+
+    #[test]
+    fn a_write_after_the_snapshot_hides_nothing_from_it() {
+        // The newer version and deletions exist, but not for a reader at sequence 5.
+        let mut rule = Visibility::new(5, 1, 0);
+        let stream = [
+            k("r", "", 20, 8, Kind::DeleteRow),
+            k("r", "c", 30, 9, Kind::Put),
+            k("r", "c", 25, 7, Kind::DeleteCell),
+            k("r", "c", 10, 3, Kind::Put),
+        ];
+        assert_eq!(verdicts(&mut rule, &stream), [Unwritten, Unwritten, Unwritten, Visible]);
+    }
+
+    #[test]
+    fn only_the_newest_deletion_of_a_row_or_cell_counts() {
+        let mut rule = Visibility::new(u64::MAX, 1, 0);
+        let stream = [
+            k("r", "", 20, 4, Kind::DeleteRow),
+            k("r", "", 10, 2, Kind::DeleteRow),
+            k("r", "c", 30, 6, Kind::DeleteCell),
+            k("r", "c", 25, 5, Kind::DeleteCell),
+        ];
+        assert_eq!(verdicts(&mut rule, &stream), [Deletion, Hidden, Deletion, Hidden]);
+    }
+
+    #[test]
+    fn an_expired_deletion_counts_as_hidden() {
+        let mut rule = Visibility::new(u64::MAX, 1, 100);
+        let stream = [
+            k("r", "", 50, 3, Kind::DeleteRow),
+            k("r", "c", 40, 2, Kind::DeleteCell),
+            k("r", "d", 150, 1, Kind::Put),
+        ];
+        assert_eq!(verdicts(&mut rule, &stream), [Hidden, Hidden, Visible]);
+    }
+
+    #[test]
+    fn a_put_written_after_a_deletion_with_an_older_timestamp_is_hidden() {
+        // The deletion has timestamp 10 (seq 2); the put, written later (seq 3), has 5.
+        let mut rule = Visibility::new(u64::MAX, 1, 0);
+        let stream = [k("r", "c", 10, 2, Kind::DeleteCell), k("r", "c", 5, 3, Kind::Put)];
+        assert_eq!(verdicts(&mut rule, &stream), [Deletion, Hidden]);
+    }
+
+    #[test]
+    fn a_row_deletion_found_before_the_stream_hides_the_row_it_names() {
+        let mut rule = Visibility::new(u64::MAX, 1, 0);
+        rule.preset_row_deletion(&key::row_prefix(b"r"), Some((10, 5)));
+        let stream = [
+            k("r", "m", 9, 1, Kind::Put),
+            k("r", "n", 11, 6, Kind::Put),
+            k("s", "a", 1, 2, Kind::Put),
+        ];
+        assert_eq!(verdicts(&mut rule, &stream), [Hidden, Visible, Visible]);
+    }
+
+    #[test]
+    fn a_row_that_is_a_prefix_of_the_next_is_a_different_row() {
+        let mut rule = Visibility::new(u64::MAX, 1, 0);
+        let stream = [k("ab", "", 10, 5, Kind::DeleteRow), k("abc", "c", 9, 1, Kind::Put)];
+        assert_eq!(verdicts(&mut rule, &stream), [Deletion, Visible]);
+    }
+
+    #[test]
+    fn a_cell_is_settled_once_nothing_later_in_it_can_be_visible() {
+        let settled_after = |rule: &mut Visibility, entry: Vec<u8>| {
+            rule.judge(&entry);
+            rule.cell_settled()
+        };
+        // Versions: settled once `versions` are kept.
+        let mut rule = Visibility::new(u64::MAX, 2, 0);
+        assert!(!settled_after(&mut rule, k("r", "c", 9, 3, Kind::Put)));
+        assert!(settled_after(&mut rule, k("r", "c", 8, 2, Kind::Put)));
+        // A new cell starts unsettled; a cell deletion settles it.
+        assert!(!settled_after(&mut rule, k("r", "d", 9, 1, Kind::Put)));
+        assert!(settled_after(&mut rule, k("r", "d", 7, 4, Kind::DeleteCell)));
+        // The row's newest deletion settles the row's deletions; a put it
+        // hides settles its cell (everything after it is older).
+        let mut rule = Visibility::new(u64::MAX, 1, 0);
+        assert!(settled_after(&mut rule, k("r", "", 10, 5, Kind::DeleteRow)));
+        assert!(settled_after(&mut rule, k("r", "c", 12, 6, Kind::DeleteCell)));
+        assert!(settled_after(&mut rule, k("r", "e", 9, 1, Kind::Put)));
+        // Writes after the snapshot settle nothing.
+        let mut rule = Visibility::new(1, 1, 0);
+        assert!(!settled_after(&mut rule, k("r", "c", 9, 3, Kind::Put)));
+        // An expired version: the older ones have expired too.
+        let mut rule = Visibility::new(u64::MAX, 3, 100);
+        assert!(settled_after(&mut rule, k("r", "c", 99, 3, Kind::Put)));
+    }
+
+    #[test]
+    fn the_newest_deletion_and_cell_entry_alone_decide_a_point_read() {
+        // As `get` uses the rule: the newest row deletion, then the newest entry of the cell.
+        let decide = |row_deletion: Option<(u64, u64)>, cell: (u64, u64, Kind)| {
+            let mut rule = Visibility::new(u64::MAX, 1, 100);
+            rule.start_row();
+            if let Some((ts, seq)) = row_deletion {
+                rule.judge_entry(ts, seq, Kind::DeleteRow);
+            }
+            rule.start_cell();
+            rule.judge_entry(cell.0, cell.1, cell.2)
+        };
+        assert_eq!(decide(None, (150, 1, Kind::Put)), Visible);
+        assert_eq!(decide(Some((200, 2)), (150, 1, Kind::Put)), Hidden);
+        assert_eq!(decide(Some((140, 2)), (150, 1, Kind::Put)), Visible);
+        assert_eq!(decide(None, (150, 1, Kind::DeleteCell)), Deletion);
+        assert_eq!(decide(None, (99, 1, Kind::Put)), Hidden, "expired");
     }
 }

@@ -7,8 +7,14 @@
 //! * two puts with the same timestamp are one version: the later write wins;
 //! * reads return the latest version; `versions()` up to `max_versions`.
 //!
+//! * family `d` keeps cells for an hour (`ttl`): explicit timestamps are
+//!   milliseconds after 1970, so they have always expired.
+//!
 //! Memtables hold 5 entries and two similar runs trigger a minor compaction, so
-//! background flushes and compactions run all the time underneath the checks.
+//! background flushes and compactions run all the time underneath the checks;
+//! family `c` flushes 40-entry memtables and compacts only on request, so many
+//! versions of its hot cell are dropped at flush (under held snapshots too)
+//! or skipped by reads.
 //!
 //! Default-clock writes are modelled exactly: a default-clock `put` is always the
 //! newest version of its cell when it returns (the store's clock never goes
@@ -29,8 +35,11 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-const FAMILIES: [&str; 2] = ["a", "b"];
-const MAX_VERSIONS: [u32; 2] = [1, 2];
+const FAMILIES: [&str; 4] = ["a", "b", "c", "d"];
+const MAX_VERSIONS: [u32; 4] = [1, 2, 3, 2];
+/// Family `d` keeps cells for an hour: every explicit timestamp (a few
+/// milliseconds after 1970) has expired, every default-clock one has not.
+const TTL: [bool; 4] = [false, false, false, true];
 const ROWS: [&str; 5] = ["r0", "r1", "r2", "r3", "r4"];
 const COLUMNS: [&str; 4] = ["c0", "c1", "c2", "c3"];
 /// Explicit timestamps are drawn from `0..EXPLICIT_TS`, so equal and
@@ -41,21 +50,32 @@ const CLOCK_FLOOR: u64 = 1_000_000;
 /// Family written by the batch clock probe; never checked.
 const CLOCK_FAMILY: &str = "clock";
 
-/// The second family also stores repeated column names as tail copies.
+/// The second family also stores repeated column names as tail copies. The
+/// third keeps 3 versions in memtables of 40 entries that are compacted only
+/// on request: versions pile up in one memtable (a flush drops the ones no
+/// reader needs) and across files (a read steps over them, then seeks). The
+/// fourth keeps cells for an hour.
 fn family_options(index: usize) -> FamilyOptions {
-    FamilyOptions::default()
+    let options = FamilyOptions::default()
         .max_versions(MAX_VERSIONS[index])
         .memtable_max_entries(5)
         .compaction_trigger(2)
         .target_file_entries(8)
         .block_size(128)
-        .tail_copies(index == 1)
+        .tail_copies(index == 1);
+    match index {
+        2 => options.memtable_max_entries(40).compaction_trigger(0),
+        _ if TTL[index] => options.ttl(std::time::Duration::from_secs(3600)),
+        _ => options,
+    }
 }
 
 fn store_options() -> StoreOptions {
     StoreOptions::default()
         .family_with(FAMILIES[0], family_options(0))
         .family_with(FAMILIES[1], family_options(1))
+        .family_with(FAMILIES[2], family_options(2))
+        .family_with(FAMILIES[3], family_options(3))
         .family(CLOCK_FAMILY)
 }
 
@@ -115,10 +135,15 @@ enum Op {
 
 fn write_strategy() -> impl Strategy<Value = Write> {
     let ts = prop_oneof![3 => (0..EXPLICIT_TS).prop_map(Some), 1 => Just(None)];
+    // Row 0 and column 0 are hot, so one cell collects many versions.
+    let row = || prop_oneof![2 => Just(0), 1 => 0..ROWS.len()];
+    let column = || prop_oneof![2 => Just(0), 1 => 0..COLUMNS.len()];
+    // Family `c`, where versions pile up, gets more writes.
+    let family = || prop_oneof![1 => Just(0), 1 => Just(1), 3 => Just(2), 1 => Just(3)];
     prop_oneof![
-        6 => (0..2usize, 0..ROWS.len(), 0..COLUMNS.len(), ts.clone()).prop_map(|(f, r, c, ts)| Write::Put { f, r, c, ts }),
-        2 => (0..2usize, 0..ROWS.len(), 0..COLUMNS.len(), ts.clone()).prop_map(|(f, r, c, ts)| Write::Delete { f, r, c, ts }),
-        1 => (0..2usize, 0..ROWS.len(), ts).prop_map(|(f, r, ts)| Write::DeleteRow { f, r, ts }),
+        6 => (family(), row(), column(), ts.clone()).prop_map(|(f, r, c, ts)| Write::Put { f, r, c, ts }),
+        2 => (family(), row(), column(), ts.clone()).prop_map(|(f, r, c, ts)| Write::Delete { f, r, c, ts }),
+        1 => (family(), row(), ts).prop_map(|(f, r, ts)| Write::DeleteRow { f, r, ts }),
     ]
 }
 
@@ -127,7 +152,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         14 => write_strategy().prop_map(Op::Single),
         4 => vec(write_strategy(), 1..5).prop_map(Op::Batch),
         1 => Just(Op::Flush),
-        1 => (0..2usize).prop_map(Op::Compact),
+        1 => (0..FAMILIES.len()).prop_map(Op::Compact),
         1 => Just(Op::Reopen),
         1 => Just(Op::WaitForBackgroundWork),
         1 => Just(Op::TakeSnapshot),
@@ -188,6 +213,10 @@ impl Model {
             let Some(value) = value else { continue };
             if seq > upto || hide.is_some_and(|t| (ts, seq) < t) || last_ts == Some(ts) {
                 continue;
+            }
+            if TTL[f] && ts < CLOCK_FLOOR {
+                // Expired (and so is every older version).
+                break;
             }
             last_ts = Some(ts);
             out.push((COLUMNS[c].to_string(), ts, value.clone()));
@@ -389,8 +418,9 @@ fn row_ranges() -> Vec<RowRange> {
     ]
 }
 
-/// Every read of the full check, against the model as of sequence `upto`.
-fn check_all(reader: &impl Reads, model: &Model, upto: u64, step: usize) -> Result<(), TestCaseError> {
+/// Point reads, versions and whole rows of every family, against the model
+/// as of sequence `upto`.
+fn check_cells(reader: &impl Reads, model: &Model, upto: u64, step: usize) -> Result<(), TestCaseError> {
     for (f, family) in FAMILIES.iter().enumerate() {
         for (r, row) in ROWS.iter().enumerate() {
             for (c, column) in COLUMNS.iter().enumerate() {
@@ -419,6 +449,16 @@ fn check_all(reader: &impl Reads, model: &Model, upto: u64, step: usize) -> Resu
             }
             let got = cells(reader.read_row(family, row).map_err(fail)?);
             prop_assert_eq!(got, model.row(f, r, upto), "step {}: get_row {}/{}", step, family, row);
+        }
+    }
+    Ok(())
+}
+
+/// Every read of the full check, against the model as of sequence `upto`.
+fn check_all(reader: &impl Reads, model: &Model, upto: u64, step: usize) -> Result<(), TestCaseError> {
+    check_cells(reader, model, upto, step)?;
+    for (f, family) in FAMILIES.iter().enumerate() {
+        for (r, row) in ROWS.iter().enumerate() {
             for range in column_ranges() {
                 let got = cells(reader.read_slice(family, row, &range).map_err(fail)?);
                 prop_assert_eq!(
@@ -447,24 +487,10 @@ fn check_all(reader: &impl Reads, model: &Model, upto: u64, step: usize) -> Resu
     Ok(())
 }
 
-/// A cheaper check for a held snapshot: point reads and one scan per family.
+/// A cheaper check for a held snapshot: point reads, versions, rows and one scan per family.
 fn check_snapshot(snapshot: &Snapshot, model: &Model, upto: u64, step: usize) -> Result<(), TestCaseError> {
+    check_cells(snapshot, model, upto, step)?;
     for (f, family) in FAMILIES.iter().enumerate() {
-        for (r, row) in ROWS.iter().enumerate() {
-            for (c, column) in COLUMNS.iter().enumerate() {
-                let got = snapshot.get(family, row, column).map_err(fail)?;
-                let got = got.map(|c| (text(&c.column), c.timestamp, text(&c.value)));
-                prop_assert_eq!(
-                    got,
-                    model.get(f, r, c, upto),
-                    "step {}: snapshot get {}/{}/{}",
-                    step,
-                    family,
-                    row,
-                    column
-                );
-            }
-        }
         let got = rows(snapshot.read_scan(family, &RowRange::all()).map_err(fail)?);
         prop_assert_eq!(
             got,
@@ -605,7 +631,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         if let Some((snapshot, upto)) = &held {
             check_snapshot(snapshot, &model, *upto, step)?;
         }
-        prop_assert_eq!(s.families().len(), 3);
+        prop_assert_eq!(s.families().len(), FAMILIES.len() + 1);
     }
     // Finally: everything survives one more reopen after all background work.
     let s = store.take().ok_or_else(|| fail("no store"))?;
@@ -621,7 +647,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
-    fn reads_match_the_model_after_every_step(ops in vec(op_strategy(), 1..40)) {
+    fn reads_match_the_model_after_every_step(ops in vec(op_strategy(), 1..60)) {
         run(&ops)?;
     }
 }

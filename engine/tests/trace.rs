@@ -194,3 +194,58 @@ fn scan_examines_every_stored_version_and_tombstone() -> TestResult {
     assert_eq!(trace.entries_examined(), live_cells as u64);
     Ok(())
 }
+
+#[test]
+fn a_row_read_steps_over_eight_superseded_versions_then_seeks_to_the_next_column() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default())?;
+    for ts in 0..20 {
+        store.put_at("f", "hot", "a", ts, format!("v{ts}"))?;
+    }
+    store.put_at("f", "hot", "b", 1, "b")?;
+
+    let (cells, trace) = store.get_row_traced("f", "hot")?;
+    let got: Vec<(&[u8], u64)> = cells.iter().map(|c| (&c.column[..], c.timestamp)).collect();
+    assert_eq!(got, vec![(&b"a"[..], 19), (&b"b"[..], 1)]);
+    // The newest version of `a`, the next one (where the read stops after
+    // returning it), 8 more stepped over, then one seek lands on `b`: 11 of
+    // the 21 entries, the 10 older versions of `a` never examined.
+    assert_eq!((trace.entries_examined(), trace.entries_returned), (11, 2));
+
+    // A slice of `a` alone: the same 10 entries, then the seek ends its range.
+    let (cells, trace) = store.slice_traced("f", "hot", &ColumnRange::between("a", "b"))?;
+    assert_eq!((cells.len(), trace.entries_examined()), (1, 10));
+    Ok(())
+}
+
+#[test]
+fn flush_writes_only_the_versions_a_reader_can_still_see() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default().max_versions(2))?;
+    for ts in 0..20 {
+        store.put_at("f", "hot", "a", ts, format!("v{ts}"))?;
+    }
+    store.delete_at("f", "hot", "b", 5)?;
+    store.put_at("f", "hot", "b", 4, "hidden by the deletion")?;
+    store.put_at("f", "hot", "c", 1, "c")?;
+    // A snapshot taken before the flush keeps every version it saw.
+    store.put_at("f", "hot", "c", 2, "c, newer")?;
+    let before = store.snapshot();
+    store.put_at("f", "hot", "c", 3, "c, newest")?;
+    store.flush()?;
+
+    let tables = store.tables();
+    assert_eq!(tables.len(), 1);
+    // a: 2 of 20 versions; b: the deletion (older files may hold what it hides); c: 2 of 3.
+    assert_eq!((tables[0].entries, tables[0].tombstones), (5, 1));
+    let versions: Vec<u64> = store.versions("f", "hot", "c")?.iter().map(|c| c.timestamp).collect();
+    assert_eq!(versions, vec![3, 2]);
+    let versions: Vec<u64> = before.versions("f", "hot", "c")?.iter().map(|c| c.timestamp).collect();
+    assert_eq!(
+        versions,
+        vec![2, 1],
+        "the snapshot still reads the memtable it was taken on"
+    );
+    assert_eq!(store.get("f", "hot", "b")?, None);
+    Ok(())
+}

@@ -44,13 +44,16 @@ impl Inner {
         inputs: Vec<Arc<TableFile>>,
         bottommost: bool,
     ) -> Result<CompactionReport> {
+        // Every reader of the version this compaction installs reads at this
+        // sequence number or a later one (see `Inner::snapshot`).
+        let horizon = self.visible_seq.load(Ordering::Acquire);
         let expire_before = fam.options.expire_before(now_ms());
         let mut cursors = Vec::with_capacity(inputs.len());
         for t in &inputs {
             cursors.push(source::whole_file_cursor(t)?);
         }
         let mut merge = MergeIterator::new(cursors);
-        let mut compactor = Compactor::new(fam.options.max_versions, expire_before, bottommost);
+        let mut compactor = Compactor::new(horizon, fam.options.max_versions, expire_before, bottommost);
         let run = self.next_file.fetch_add(1, Ordering::SeqCst);
         let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, true);
         let mut seen = 0u64;

@@ -1,7 +1,8 @@
 //! Flush: a frozen memtable becomes a table file.
 //!
 //! The flush thread writes the oldest frozen memtable of a family to a new
-//! table file (one run), then installs it: one manifest edit adds the file and
+//! table file (one run), leaving out the versions no reader can see any more
+//! (a cell overwritten in the same memtable is written once), then installs it: one manifest edit adds the file and
 //! moves the family's oldest needed log segment forward, and a new version
 //! replaces the memtable by the file. Log segments no family needs any more
 //! are deleted.
@@ -50,8 +51,16 @@ impl Inner {
         };
         let run = self.next_file.fetch_add(1, Ordering::SeqCst);
         let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, false);
+        // Versions no reader of the new version can see are not written: the
+        // same rule as a (non-bottommost) compaction. Snapshots taken earlier
+        // keep reading the memtable itself.
+        let horizon = self.visible_seq.load(Ordering::Acquire);
+        let expire_before = fam.options.expire_before(now_ms());
+        let mut compactor = Compactor::new(horizon, fam.options.max_versions, expire_before, false);
         for (k, value) in memtable.iter() {
-            out.add(&k, &value)?;
+            if compactor.keep(&k) {
+                out.add(&k, &value)?;
+            }
         }
         let files = out.finish()?;
         let written: u64 = files.iter().map(|f| f.meta.size).sum();

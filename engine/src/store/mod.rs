@@ -538,11 +538,15 @@ impl Inner {
     }
 
     fn snapshot(&self) -> Snapshot {
-        // Sequence first, then version: every write up to the sequence is in
-        // this version or an older one's memtables that it still lists.
+        // Both read under the version lock, so no version is installed in
+        // between: every write up to the sequence is in a memtable or file this
+        // version lists, and a reader of a version installed by a flush or a
+        // compaction reads at a sequence at least that work's horizon (the
+        // sequence visible when it began), which the drop rule relies on.
+        let current = self.version.read();
         let sequence = self.visible_seq.load(Ordering::Acquire);
         Snapshot {
-            version: self.current(),
+            version: current.clone(),
             sequence,
             now_ms: now_ms(),
         }
