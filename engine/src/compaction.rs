@@ -22,7 +22,11 @@
 
 use std::ops::Range;
 
+use crate::error::Result;
 use crate::key;
+use crate::memtable::Memtable;
+use crate::options::FamilyOptions;
+use crate::output::TableOutput;
 use crate::visibility::{Verdict, Visibility};
 
 /// The largest number of runs one minor compaction merges.
@@ -104,6 +108,27 @@ impl Compactor {
             Verdict::Hidden => false,
         }
     }
+}
+
+/// Writes a frozen memtable to `out`, without the versions no reader of the
+/// new version can see (a cell overwritten in the memtable is written once).
+/// A flush is a compaction of one memtable, never bottommost: older files may
+/// hold what its deletions hide. Snapshots taken before keep reading the
+/// memtable itself.
+pub(crate) fn flush_memtable(
+    memtable: &Memtable,
+    options: &FamilyOptions,
+    horizon: u64,
+    now_ms: u64,
+    out: &mut TableOutput<'_>,
+) -> Result<()> {
+    let mut compactor = Compactor::new(horizon, options.max_versions, options.expire_before(now_ms), false);
+    for (k, value) in memtable.iter() {
+        if compactor.keep(&k) {
+            out.add(&k, &value)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
@@ -221,28 +222,65 @@ impl Memtable {
         (None, examined)
     }
 
-    /// Up to `max` entries with keys at or after `from` (or after it, when
-    /// `inclusive` is false), cloned out of the skip list. A cursor refills from
-    /// here in chunks, so iteration needs no borrow of the skip list.
-    pub fn chunk_from(&self, from: &[u8], inclusive: bool, max: usize, out: &mut Vec<(Bytes, Bytes)>) {
-        let bound = if inclusive {
-            Bound::Included(from)
-        } else {
-            Bound::Excluded(from)
-        };
-        let mut entry = self.map.lower_bound(bound);
-        while let Some(e) = entry {
-            if out.len() >= max {
-                break;
-            }
-            out.push(e.key().parts());
-            entry = e.next();
-        }
-    }
-
     /// Every entry in key order (used by flush).
     pub fn iter(&self) -> impl Iterator<Item = (Bytes, Bytes)> + '_ {
         self.map.iter().map(|e| e.key().parts())
+    }
+}
+
+type Position<'a> = Option<crossbeam_skiplist::map::Entry<'a, MemEntry, ()>>;
+
+self_cell::self_cell!(
+    /// A memtable handle and a skip-list entry borrowed from it.
+    struct PositionCell {
+        owner: Arc<Memtable>,
+        #[covariant]
+        dependent: Position,
+    }
+);
+
+/// A position in a memtable, for a read that walks it in key order.
+///
+/// The cursor owns a handle on its memtable, so a read may keep it as long as
+/// it likes (a scan is an iterator its caller holds), and stands on one
+/// skip-list node: a step follows the node's next pointer, and nothing is
+/// copied out of the memtable until the read returns a value. (The skip list
+/// counts the cursor as a reference to the node it stands on; a step moves
+/// that reference to the next node.)
+pub(crate) struct MemtableCursor(PositionCell);
+
+impl MemtableCursor {
+    /// A cursor on the first entry of `memtable` whose key is at or after `target`.
+    pub fn seek(memtable: Arc<Memtable>, target: &[u8]) -> MemtableCursor {
+        MemtableCursor(PositionCell::new(memtable, |m| {
+            m.map.lower_bound(Bound::Included(target))
+        }))
+    }
+
+    /// Moves to the first entry at or after `target`.
+    pub fn reseek(&mut self, target: &[u8]) {
+        self.0
+            .with_dependent_mut(|m, position| *position = m.map.lower_bound(Bound::Included(target)));
+    }
+
+    /// Moves to the next entry (past the last one, the cursor has no entry).
+    pub fn next(&mut self) {
+        self.0
+            .with_dependent_mut(|_, position| *position = position.as_ref().and_then(|e| e.next()));
+    }
+
+    /// The current entry's key, if the cursor is on one.
+    pub fn key(&self) -> Option<&[u8]> {
+        self.0.borrow_dependent().as_ref().map(|e| e.key().key())
+    }
+
+    /// The current entry's value, a handle on the entry's buffer (empty past the end).
+    pub fn value(&self) -> Bytes {
+        self.0
+            .borrow_dependent()
+            .as_ref()
+            .map(|e| e.key().value())
+            .unwrap_or_default()
     }
 }
 
@@ -289,18 +327,21 @@ mod tests {
     }
 
     #[test]
-    fn chunks_continue_where_they_stopped() {
+    fn a_cursor_walks_keys_in_order_from_where_it_was_placed() {
         let m = Memtable::new();
         for i in 0..10u8 {
-            put(&m, &[b'a' + i], b"c", 1, u64::from(i) + 1, b"v");
+            put(&m, &[b'a' + i], b"c", 1, u64::from(i) + 1, &[i]);
         }
-        let mut out = Vec::new();
-        m.chunk_from(b"", true, 4, &mut out);
-        assert_eq!(out.len(), 4);
-        let last = out.last().map(|(k, _)| k.clone()).unwrap_or_default();
-        let mut more = Vec::new();
-        m.chunk_from(&last, false, 100, &mut more);
-        assert_eq!(more.len(), 6);
-        assert_eq!(key::parse(&more[0].0).map(|k| k.row), Some(b"e".to_vec()));
+        let mut cursor = MemtableCursor::seek(Arc::new(m), &key::row_prefix(b"g"));
+        let mut rows = Vec::new();
+        while let Some(k) = cursor.key() {
+            rows.push(key::parse(k).map(|k| k.row).unwrap_or_default());
+            assert_eq!(cursor.value()[0] + b'a', rows.last().map_or(0, |r| r[0]));
+            cursor.next();
+        }
+        assert_eq!(rows, vec![b"g".to_vec(), b"h".to_vec(), b"i".to_vec(), b"j".to_vec()]);
+        assert_eq!(cursor.value(), Bytes::new());
+        cursor.reseek(&key::row_prefix(b"b"));
+        assert_eq!(cursor.key().and_then(key::parse).map(|k| k.row), Some(b"b".to_vec()));
     }
 }

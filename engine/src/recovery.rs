@@ -23,6 +23,7 @@ use cellar_fs as fs;
 use cellar_sstable::Table;
 
 use crate::batch;
+use crate::compaction;
 use crate::error::{Error, Result};
 use crate::key;
 use crate::log::{self, LogWriter, TailPolicy};
@@ -253,9 +254,8 @@ pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Inner> {
         let Some(fam) = families.get_mut(id) else { continue };
         let run = next_file.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let mut out = TableOutput::new(&fam.dir, &next_file, &fam.options, run, false);
-        for (k, v) in memtable.iter() {
-            out.add(&k, &v)?;
-        }
+        // Every replayed write is visible to every reader of the opened store.
+        compaction::flush_memtable(memtable, &fam.options, u64::MAX, crate::store::now_ms(), &mut out)?;
         for file in out.finish()? {
             fam.counters
                 .flush_bytes

@@ -11,13 +11,9 @@ use cellar_sstable::{ReadCost, TableIter};
 
 use crate::error::Result;
 use crate::key;
-use crate::memtable::{Hit, Memtable};
+use crate::memtable::{Hit, Memtable, MemtableCursor};
 use crate::trace::{Settled, SourceKind, SourceTrace};
 use crate::version::{FamilyVersion, TableFile};
-
-/// Entries copied out of a memtable per refill: large enough that re-seeking
-/// the skip list is rare, small enough to cost little when a read stops early.
-const MEMTABLE_CHUNK: usize = 64;
 
 /// One source of a family, borrowed from a version, newest first in [`sources`].
 #[derive(Clone, Copy)]
@@ -167,17 +163,7 @@ impl Reader {
     /// Turns the reader into a cursor over `[start, end)`, positioned at its first entry.
     pub fn into_cursor(self, start: &[u8], end: Option<Bytes>) -> Result<Cursor> {
         let inner = match self {
-            Reader::Mem(memtable) => {
-                let mut c = MemCursor {
-                    memtable,
-                    chunk: Vec::with_capacity(MEMTABLE_CHUNK),
-                    at: 0,
-                    exhausted: false,
-                };
-                c.memtable.chunk_from(start, true, MEMTABLE_CHUNK, &mut c.chunk);
-                c.exhausted = c.chunk.len() < MEMTABLE_CHUNK;
-                CursorInner::Mem(c)
-            }
+            Reader::Mem(memtable) => CursorInner::Mem(MemtableCursor::seek(memtable, start)),
             Reader::Table(mut iter) => {
                 iter.seek(start)?;
                 CursorInner::Table(iter)
@@ -209,15 +195,8 @@ impl Source<'_> {
     }
 }
 
-struct MemCursor {
-    memtable: Arc<Memtable>,
-    chunk: Vec<(Bytes, Bytes)>,
-    at: usize,
-    exhausted: bool,
-}
-
 enum CursorInner {
-    Mem(MemCursor),
+    Mem(MemtableCursor),
     /// Boxed: a table iterator is large, a memtable handle one pointer.
     Table(Box<TableIter>),
 }
@@ -233,7 +212,7 @@ pub(crate) struct Cursor {
 impl Cursor {
     fn raw_key(&self) -> Option<&[u8]> {
         match &self.inner {
-            CursorInner::Mem(m) => m.chunk.get(m.at).map(|(k, _)| k.as_ref()),
+            CursorInner::Mem(m) => m.key(),
             CursorInner::Table(t) => t.valid().then(|| t.key()),
         }
     }
@@ -262,7 +241,7 @@ impl Cursor {
     /// The current value (zero-copy).
     pub fn value(&self) -> Bytes {
         match &self.inner {
-            CursorInner::Mem(m) => m.chunk.get(m.at).map(|(_, v)| v.clone()).unwrap_or_default(),
+            CursorInner::Mem(m) => m.value(),
             CursorInner::Table(t) => t.value(),
         }
     }
@@ -270,16 +249,7 @@ impl Cursor {
     /// Moves to the next entry.
     pub fn next(&mut self) -> Result<()> {
         match &mut self.inner {
-            CursorInner::Mem(m) => {
-                m.at += 1;
-                if m.at >= m.chunk.len() && !m.exhausted {
-                    let last = m.chunk.last().map(|(k, _)| k.clone()).unwrap_or_default();
-                    m.chunk.clear();
-                    m.at = 0;
-                    m.memtable.chunk_from(&last, false, MEMTABLE_CHUNK, &mut m.chunk);
-                    m.exhausted = m.chunk.len() < MEMTABLE_CHUNK;
-                }
-            }
+            CursorInner::Mem(m) => m.next(),
             CursorInner::Table(t) => t.next()?,
         }
         self.check_valid();
@@ -291,12 +261,7 @@ impl Cursor {
     /// which are not counted as examined.
     pub fn seek(&mut self, target: &[u8]) -> Result<()> {
         match &mut self.inner {
-            CursorInner::Mem(m) => {
-                m.chunk.clear();
-                m.at = 0;
-                m.memtable.chunk_from(target, true, MEMTABLE_CHUNK, &mut m.chunk);
-                m.exhausted = m.chunk.len() < MEMTABLE_CHUNK;
-            }
+            CursorInner::Mem(m) => m.reseek(target),
             CursorInner::Table(t) => t.seek(target)?,
         }
         self.check_valid();

@@ -51,17 +51,10 @@ impl Inner {
         };
         let run = self.next_file.fetch_add(1, Ordering::SeqCst);
         let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, false);
-        // Versions no reader of the new version can see are not written: the
-        // same rule as a (non-bottommost) compaction. Snapshots taken earlier
-        // keep reading the memtable itself.
+        // Every reader of the version installed below reads at or above the
+        // sequence visible now (see `Inner::snapshot`).
         let horizon = self.visible_seq.load(Ordering::Acquire);
-        let expire_before = fam.options.expire_before(now_ms());
-        let mut compactor = Compactor::new(horizon, fam.options.max_versions, expire_before, false);
-        for (k, value) in memtable.iter() {
-            if compactor.keep(&k) {
-                out.add(&k, &value)?;
-            }
-        }
+        compaction::flush_memtable(&memtable, &fam.options, horizon, now_ms(), &mut out)?;
         let files = out.finish()?;
         let written: u64 = files.iter().map(|f| f.meta.size).sum();
 
