@@ -223,6 +223,16 @@ fn find_terminator(key: &[u8], from: usize) -> Option<usize> {
     }
 }
 
+/// `bytes` unescaped, as a new buffer (one allocation, a plain copy when
+/// there is no zero byte to unescape).
+pub(crate) fn unescaped(bytes: &[u8]) -> bytes::Bytes {
+    if bytes.contains(&0) {
+        bytes::Bytes::from(unescape(bytes))
+    } else {
+        bytes::Bytes::copy_from_slice(bytes)
+    }
+}
+
 fn unescape(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     unescape_into(bytes, &mut out);

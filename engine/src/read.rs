@@ -288,7 +288,7 @@ impl Snapshot {
         let end = key::prefix_successor(&start);
         let mut read = RangeRead::new(self, fam, start, end, Some(row), fam.options.max_versions)?;
         let mut out = Vec::new();
-        while let Some((_, cell)) = read.next_cell()? {
+        while let Some(cell) = read.next_cell()? {
             out.push(cell);
         }
         Ok(out)
@@ -342,7 +342,7 @@ impl Snapshot {
         let limit = columns.limit.unwrap_or(usize::MAX);
         let mut out = VecDeque::new();
         if limit > 0 {
-            while let Some((_, cell)) = read.next_cell()? {
+            while let Some(cell) = read.next_cell()? {
                 out.push_back(cell);
                 if out.len() > limit {
                     out.pop_front();
@@ -387,6 +387,11 @@ struct RangeRead {
     traces: Vec<SourceTrace>,
     cursor_of: Vec<Option<usize>>,
     costs: Vec<ReadCost>,
+    /// The encoded row prefix of the last cell returned, and its row.
+    row_prefix: Vec<u8>,
+    row: Bytes,
+    /// Whether the last cell returned started a row.
+    new_row: bool,
 }
 
 impl RangeRead {
@@ -443,12 +448,16 @@ impl RangeRead {
             traces,
             cursor_of,
             costs,
+            row_prefix: Vec::new(),
+            row: Bytes::new(),
+            new_row: false,
         })
     }
 
-    /// The next visible cell, with its (unescaped) row. The key is decoded in
-    /// place, before the merge moves on: no copy of it is made.
-    fn next_cell(&mut self) -> Result<Option<(Bytes, Cell)>> {
+    /// The next visible cell. Its row is [`RangeRead::row`]; `new_row` says
+    /// whether it starts a row. The key is decoded in place, before the merge
+    /// moves on: the column is copied out, the row only when it changes.
+    fn next_cell(&mut self) -> Result<Option<Cell>> {
         while self.merge.valid() {
             if self.visibility.cell_settled() {
                 self.skip_settled_cell()?;
@@ -456,17 +465,30 @@ impl RangeRead {
                     break;
                 }
             }
-            if self.visibility.judge(self.merge.key()) == Verdict::Visible {
-                let Some(parsed) = key::parse(self.merge.key()) else {
+            let entry_key = self.merge.key();
+            if self.visibility.judge(entry_key) == Verdict::Visible {
+                // A visible entry is a put: `row prefix ++ escaped(column) 00 01 ++ suffix`.
+                let row_prefix = self.visibility.row();
+                let body = key::prefix(entry_key);
+                let (Some(column), Some((timestamp, _, _))) = (
+                    body.get(row_prefix.len()..body.len().saturating_sub(2)),
+                    key::suffix(entry_key),
+                ) else {
                     return Err(Error::corruption("<merged read>", 0, "an entry's key does not decode"));
                 };
+                self.new_row = row_prefix != self.row_prefix.as_slice();
+                if self.new_row {
+                    self.row_prefix.clear();
+                    self.row_prefix.extend_from_slice(row_prefix);
+                    self.row = key::unescaped(row_prefix.get(..row_prefix.len().saturating_sub(2)).unwrap_or_default());
+                }
                 let cell = Cell {
-                    column: Bytes::from(parsed.column),
-                    timestamp: parsed.timestamp,
+                    column: key::unescaped(column),
+                    timestamp,
                     value: self.merge.value(),
                 };
                 self.merge.next()?;
-                return Ok(Some((Bytes::from(parsed.row), cell)));
+                return Ok(Some(cell));
             }
             self.merge.next()?;
         }
@@ -524,7 +546,8 @@ impl RangeRead {
 /// An iterator over the rows of a scan. [`Scan::trace`] tells what it has cost so far.
 pub struct Scan {
     read: RangeRead,
-    pending: Option<(Bytes, Cell)>,
+    /// The first cell of the next row, read while finishing the last one.
+    pending: Option<Cell>,
     remaining: usize,
     returned: u64,
 }
@@ -548,11 +571,11 @@ impl Scan {
                 None => return Ok(None),
             },
         };
-        let (row_key, cell) = first;
-        let mut cells = vec![cell];
-        while let Some((row, cell)) = self.read.next_cell()? {
-            if row != row_key {
-                self.pending = Some((row, cell));
+        let row_key = self.read.row.clone();
+        let mut cells = vec![first];
+        while let Some(cell) = self.read.next_cell()? {
+            if self.read.new_row {
+                self.pending = Some(cell);
                 break;
             }
             cells.push(cell);

@@ -197,6 +197,11 @@ impl Visibility {
         self.cell_settled
     }
 
+    /// The encoded row prefix of the current row (empty before the first entry).
+    pub fn row(&self) -> &[u8] {
+        &self.row
+    }
+
     /// The key of the current cell, without its suffix (empty before the first entry).
     pub fn cell(&self) -> &[u8] {
         &self.cell
