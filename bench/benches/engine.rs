@@ -17,7 +17,8 @@ use cellar_engine::{RowRange, Store, StoreOptions};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 mod common;
-use common::{config, key, ok, Rng, VALUE_BYTES};
+use cellar_bench::peers::workloads::{key, Rng, VALUE_BYTES};
+use common::{config, ok};
 
 const FAMILY: &str = "bench";
 const COLUMN: &[u8] = b"v";

@@ -18,7 +18,8 @@ use cellar_sstable::{
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 mod common;
-use common::{config, fail, key, ok, Rng, KEY_BYTES, VALUE_BYTES};
+use cellar_bench::peers::workloads::{key, Rng, KEY_BYTES, VALUE_BYTES};
+use common::{config, fail, ok};
 
 /// Entries of the table and filter benches.
 const TABLE_ENTRIES: u64 = 100_000;

@@ -1,7 +1,7 @@
 //! # cellar-bench
 //!
-//! Measurements of a real cellar store. The wide-column lesson
-//! (`seeds/003_fa1b07a2fe785bab.txt`) measures three ideas with a toy model
+//! Measurements of a real cellar store. The wide-column lesson ("Wide-Column
+//! Stores", a text outside this repository) measures three ideas with a toy model
 //! held in memory: what column families change in the pages a query touches,
 //! what a wide row buys, and what the append-only write path costs. [`lesson`]
 //! builds the same data with the same formulas into a store on disk, runs the

@@ -21,7 +21,8 @@
 //!
 //! Because the whole order is byte order, table files, merge iterators and
 //! binary searches compare plain bytes and need no custom comparator: the
-//! encoding *is* the schema (seed 000's "encode for byte order").
+//! encoding *is* the schema (the first rule of row-key design: encode for
+//! byte order).
 //!
 //! The price is a few bytes per cell: 2 + 2 terminator bytes, 16 bytes of
 //! timestamp and sequence, plus one byte per zero byte in the row or column.

@@ -5,7 +5,10 @@
 //!
 //! (Bad family names, oversized keys and values, unknown families and a
 //! second open of the same store are in `recovery.rs`.)
-#![allow(clippy::unwrap_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test may panic on a broken invariant: that is a failed test"
+)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;

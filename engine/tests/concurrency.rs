@@ -1,10 +1,8 @@
 //! Concurrency: readers on snapshots while one writer, background flushes and
-//! minor compactions change the store underneath (DESIGN.md §4, read path: "a
-//! read works on a consistent snapshot ... so it never blocks writers or
-//! compactions").
+//! minor compactions change the store underneath: a read works on a
+//! consistent snapshot, so it never blocks writers or compactions.
 //!
 //! `CELLAR_STRESS_SECS` sets how long the stress test runs (default 2 s).
-#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::error::Error as StdError;

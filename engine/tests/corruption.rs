@@ -10,7 +10,10 @@
 //!
 //! Each case damages a fresh copy of a pristine store, so the cases are
 //! independent.
-#![allow(clippy::unwrap_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test may panic on a broken invariant: that is a failed test"
+)]
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;

@@ -25,7 +25,6 @@
 //! (the last known clock value: ties are broken by sequence, as in the store).
 //!
 //! `PROPTEST_CASES` raises the number of cases (default 256).
-#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::fmt::Display;

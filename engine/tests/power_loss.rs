@@ -17,7 +17,10 @@
 //!
 //! Memtables are small, so flushes and compactions run in the background and
 //! the cuts land in the middle of them.
-#![allow(clippy::unwrap_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test may panic on a broken invariant: that is a failed test"
+)]
 
 use std::collections::BTreeMap;
 use std::error::Error as StdError;

@@ -1,11 +1,11 @@
 //! Recovery: what a store holds after it is closed, crashed, or damaged, and
 //! the errors it gives for what it cannot accept.
 //!
-//! Covers DESIGN.md §4 (write path, manifest, locking): every acknowledged
+//! Covers the write path, the manifest and locking
+//! (`engine/FORMAT-log-manifest.md`): every acknowledged
 //! write survives a reopen and a SIGKILL; a torn last log record is dropped; a
 //! damaged log record followed by good ones, or a damaged data block, is an
 //! `Error::Corruption` naming the file; an idle family does not pin the log.
-#![allow(clippy::unwrap_used)]
 
 use std::error::Error as StdError;
 use std::fs::OpenOptions;

@@ -1,7 +1,6 @@
-//! Exact read costs (DESIGN.md §5, `engine/src/trace.rs`): how each source was
+//! Exact read costs (`engine/src/trace.rs`): how each source was
 //! settled, data blocks read, entries examined and returned. The lesson tables
 //! are printed from these counters, so they are asserted to the unit.
-#![allow(clippy::unwrap_used)]
 
 use std::error::Error;
 

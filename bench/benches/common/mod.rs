@@ -1,16 +1,10 @@
-//! What the criterion benches share: their timing, stopping cleanly on a
-//! failed setup, and db_bench's key shapes and random numbers from the
-//! `peers` workloads.
+//! What the criterion benches share: their timing and stopping cleanly on a
+//! failed setup. (db_bench's key shapes and random numbers come from
+//! `cellar_bench::peers::workloads`, which each bench imports itself.)
 
 use std::time::Duration;
 
 use criterion::Criterion;
-
-#[allow(
-    unused_imports,
-    reason = "each bench binary compiles this module and uses part of it"
-)]
-pub use cellar_bench::peers::workloads::{key, Rng, KEY_BYTES, VALUE_BYTES};
 
 /// Criterion's settings for every bench: 1 s of warm-up, 3 s of measurement.
 pub fn config() -> Criterion {

@@ -30,7 +30,7 @@ const BATCH: u64 = 1_000;
 /// The one column of each record (the lesson's records are one value each).
 const COLUMN: &str = "loan";
 
-/// What the lesson printed (`seeds/003_fa1b07a2fe785bab.txt`, output of
+/// What the lesson printed ("Wide-Column Stores", output of
 /// `column/append-only.mjs`), cited as printed. These label the "lesson"
 /// column only; no cellar figure is computed from them.
 mod printed {

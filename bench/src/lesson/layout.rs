@@ -35,7 +35,7 @@ pub const ROW_LAYOUT_STORE: &str = "row_layout";
 /// Records per write batch (20 cells each: both layouts).
 const BATCH: u64 = 100;
 
-/// What the lesson printed (`seeds/003_fa1b07a2fe785bab.txt`, output of
+/// What the lesson printed ("Wide-Column Stores", output of
 /// `column/layout.mjs`), cited as printed. These label the "lesson" column
 /// only; no cellar figure is computed from them.
 mod printed {

@@ -1,11 +1,12 @@
 //! The three programs of the wide-column lesson, run on a real store.
 //!
-//! The lesson (`seeds/003_fa1b07a2fe785bab.txt`) measures a toy model held in
+//! The lesson ("Wide-Column Stores", a text outside this repository whose
+//! printed figures are quoted here as constants) measures a toy model held in
 //! memory. Each function here builds the same data with the lesson's formulas
 //! into a cellar store in `dir`, runs the same reads, and returns a report of
 //! every figure measured. A report's `render` prints the lesson's table with two
 //! columns per figure: **lesson**, the figure the lesson printed (a constant
-//! cited from the seed, never used in a computation), and **cellar**, measured
+//! cited from the lesson, never used in a computation), and **cellar**, measured
 //! now from the engine's [`Trace`]s, [`cellar_engine::Stats`] and table list;
 //! then one line per figure that differs, saying why.
 //!

@@ -30,7 +30,7 @@ const HIGH: &str = "loan|2024-04";
 /// Cells per write batch (both layouts of 500 loans).
 const BATCH: usize = 1_000;
 
-/// What the lesson printed (`seeds/003_fa1b07a2fe785bab.txt`, output of
+/// What the lesson printed ("Wide-Column Stores", output of
 /// `column/wide-row.mjs`), cited as printed. These label the "lesson" column
 /// only; no cellar figure is computed from them.
 mod printed {
