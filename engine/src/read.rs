@@ -23,9 +23,9 @@ use cellar_sstable::ReadCost;
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
 use crate::merge::MergeIterator;
-use crate::source::sources;
+use crate::source::{sources, Cursor, Source};
 use crate::trace::{Settled, SourceTrace, Trace};
-use crate::version::{FamilyVersion, Version};
+use crate::version::{FamilyVersion, TableFile, Version};
 use crate::visibility::{Verdict, Visibility};
 
 /// One version of one column of a row.
@@ -418,26 +418,44 @@ impl RangeRead {
         let mut traces = Vec::new();
         let mut cursor_of = Vec::new();
         let mut costs = Vec::new();
-        for source in sources(fam) {
+        // A scan reads the searched files of one run through one cursor (see
+        // `Cursor::over_run`): `run` gathers them until the run changes.
+        let mut run: (Option<u64>, Vec<(usize, Arc<TableFile>)>) = (None, Vec::new());
+        for (index, source) in sources(fam).enumerate() {
             let mut cost = ReadCost::default();
             let settle_start = row_prefix.as_deref().filter(|_| probe_tombstones).unwrap_or(&start);
             let settled = source.settle(settle_start, end.as_deref(), row_prefix.as_deref(), &mut cost);
             let mut st = SourceTrace::new(source.kind(), settled);
+            let run_id = match source {
+                Source::Table(t) if row.is_none() => Some(t.meta.run),
+                _ => None,
+            };
+            if run.0 != run_id && !run.1.is_empty() {
+                cursors.push(Cursor::over_run(std::mem::take(&mut run.1), &start, end_bytes.clone())?);
+            }
+            run.0 = run_id;
             if settled == Settled::Searched {
-                let mut reader = source.open();
-                if let (true, Some(tp)) = (probe_tombstones && source.has_tombstones(), &tombstone_prefix) {
-                    if let Some(((ts, seq, _), _)) = reader.newest_with_prefix(tp, snap.sequence, &mut st)? {
-                        row_tombstone = row_tombstone.max(Some((ts, seq)));
-                    }
-                }
-                // The cursor continues the probe's iterator: its cost includes the probe's.
                 cursor_of.push(Some(cursors.len()));
-                cursors.push(reader.into_cursor(&start, end_bytes.clone())?);
+                if let (Source::Table(t), Some(_)) = (source, run_id) {
+                    run.1.push((index, t.clone()));
+                } else {
+                    let mut reader = source.open();
+                    if let (true, Some(tp)) = (probe_tombstones && source.has_tombstones(), &tombstone_prefix) {
+                        if let Some(((ts, seq, _), _)) = reader.newest_with_prefix(tp, snap.sequence, &mut st)? {
+                            row_tombstone = row_tombstone.max(Some((ts, seq)));
+                        }
+                    }
+                    // The cursor continues the probe's iterator: its cost includes the probe's.
+                    cursors.push(reader.into_cursor(&start, end_bytes.clone())?);
+                }
             } else {
                 cursor_of.push(None);
             }
             traces.push(st);
             costs.push(cost);
+        }
+        if !run.1.is_empty() {
+            cursors.push(Cursor::over_run(run.1, &start, end_bytes.clone())?);
         }
         if let (true, Some(rp)) = (probe_tombstones, &row_prefix) {
             visibility.preset_row_deletion(rp, row_tombstone);
@@ -516,26 +534,32 @@ impl RangeRead {
     }
 
     /// The trace so far.
+    ///
+    /// A file of a run that a scan has not reached yet is not listed: the
+    /// read has not consulted it (and may never need to).
     fn trace(&self) -> Trace {
         let cursors = self.merge.cursors();
-        let sources = self
-            .traces
-            .iter()
-            .zip(&self.cursor_of)
-            .zip(&self.costs)
-            .map(|((st, index), probe_cost)| {
-                let mut st = st.clone();
-                let mut cost = probe_cost.clone();
-                if let Some(c) = index.and_then(|i| cursors.get(i)) {
-                    st.entries_examined += c.examined();
-                    if let Some(cursor_cost) = c.cost() {
-                        cost.add(cursor_cost);
-                    }
+        let mut sources = Vec::with_capacity(self.traces.len());
+        for (index, ((st, cursor), settle_cost)) in self.traces.iter().zip(&self.cursor_of).zip(&self.costs).enumerate()
+        {
+            let mut st = st.clone();
+            let mut cost = settle_cost.clone();
+            if let Some(c) = cursor.and_then(|i| cursors.get(i)) {
+                let (examined, read) = match c.run_files() {
+                    Some(files) => match files.into_iter().find(|(source, _, _)| *source == index) {
+                        Some((_, examined, read)) => (examined, Some(read)),
+                        None => continue,
+                    },
+                    None => (c.examined(), c.cost()),
+                };
+                st.entries_examined += examined;
+                if let Some(read) = read {
+                    cost.add(read);
                 }
-                st.add_cost(&cost);
-                st
-            })
-            .collect();
+            }
+            st.add_cost(&cost);
+            sources.push(st);
+        }
         Trace {
             sources,
             entries_returned: 0,

@@ -199,6 +199,81 @@ enum CursorInner {
     Mem(MemtableCursor),
     /// Boxed: a table iterator is large, a memtable handle one pointer.
     Table(Box<TableIter>),
+    Run(RunFiles),
+}
+
+/// The files of one run that a range read may need, walked as one sorted
+/// sequence.
+///
+/// Files of a run hold disjoint key ranges, in key order, so one cursor can
+/// walk them one after another and open a file only when it gets there. A
+/// read that stops early (a scan with a limit, a seek with no end key) never
+/// opens the files after the one it stopped in, where a cursor per file would
+/// have sought into each of them, a data block apiece, before the first row.
+struct RunFiles {
+    /// The files, in key order, with their positions among the read's sources.
+    files: Vec<(usize, Arc<TableFile>)>,
+    /// Position in `files` of the open file.
+    at: usize,
+    iter: Box<TableIter>,
+    /// Each file already left behind: its source position, the entries
+    /// examined in it and what it read.
+    left: Vec<(usize, u64, ReadCost)>,
+    /// The cursor's examined count when the open file was opened.
+    examined_before: u64,
+}
+
+impl RunFiles {
+    /// Opens the first file at `start`.
+    fn open(files: Vec<(usize, Arc<TableFile>)>, start: &[u8]) -> Result<RunFiles> {
+        let mut iter = match files.first() {
+            Some((_, file)) => Box::new(file.table.iter()),
+            None => return Err(crate::error::Error::InvalidArgument("a run cursor needs a file".into())),
+        };
+        iter.seek(start)?;
+        Ok(RunFiles {
+            files,
+            at: 0,
+            iter,
+            left: Vec::new(),
+            examined_before: 0,
+        })
+    }
+
+    /// While the open file is exhausted, moves to the next file that holds
+    /// keys at or after `target` (files that end before it are never opened).
+    fn advance(&mut self, target: &[u8], examined: u64) -> Result<()> {
+        while !self.iter.valid() {
+            let next = self
+                .files
+                .iter()
+                .enumerate()
+                .skip(self.at + 1)
+                .find(|(_, (_, f))| f.meta.last_key.as_slice() >= target);
+            let Some((at, (_, file))) = next else {
+                return Ok(());
+            };
+            let mut iter = Box::new(file.table.iter());
+            iter.seek(target)?;
+            let finished = std::mem::replace(&mut self.iter, iter);
+            if let Some((source, _)) = self.files.get(self.at) {
+                self.left
+                    .push((*source, examined - self.examined_before, finished.cost().clone()));
+            }
+            self.at = at;
+            self.examined_before = examined;
+        }
+        Ok(())
+    }
+
+    /// Every file opened so far: source position, entries examined, what it read.
+    fn opened(&self, examined: u64) -> impl Iterator<Item = (usize, u64, &ReadCost)> {
+        let open = self
+            .files
+            .get(self.at)
+            .map(|(source, _)| (*source, examined - self.examined_before, self.iter.cost()));
+        self.left.iter().map(|(s, e, c)| (*s, *e, c)).chain(open)
+    }
 }
 
 /// A position in one source, bounded above by `end`.
@@ -214,6 +289,7 @@ impl Cursor {
         match &self.inner {
             CursorInner::Mem(m) => m.key(),
             CursorInner::Table(t) => t.valid().then(|| t.key()),
+            CursorInner::Run(r) => r.iter.valid().then(|| r.iter.key()),
         }
     }
 
@@ -243,6 +319,7 @@ impl Cursor {
         match &self.inner {
             CursorInner::Mem(m) => m.value(),
             CursorInner::Table(t) => t.value(),
+            CursorInner::Run(r) => r.iter.value(),
         }
     }
 
@@ -251,6 +328,18 @@ impl Cursor {
         match &mut self.inner {
             CursorInner::Mem(m) => m.next(),
             CursorInner::Table(t) => t.next()?,
+            CursorInner::Run(r) => {
+                r.iter.next()?;
+                if !r.iter.valid() {
+                    // The next file's keys all come after this one's.
+                    let last = r
+                        .files
+                        .get(r.at)
+                        .map(|(_, f)| f.meta.last_key.clone())
+                        .unwrap_or_default();
+                    r.advance(&last, self.examined)?;
+                }
+            }
         }
         self.check_valid();
         Ok(())
@@ -263,9 +352,41 @@ impl Cursor {
         match &mut self.inner {
             CursorInner::Mem(m) => m.reseek(target),
             CursorInner::Table(t) => t.seek(target)?,
+            CursorInner::Run(r) => {
+                // Past the open file's end this leaves it exhausted, and
+                // `advance` opens the file that holds `target`.
+                r.iter.seek(target)?;
+                r.advance(target, self.examined)?;
+            }
         }
         self.check_valid();
         Ok(())
+    }
+
+    /// A cursor over `[start, end)` of the files of one run (in key order,
+    /// each paired with its position among the read's sources), positioned at
+    /// its first entry. Only the first file is opened now.
+    pub fn over_run(files: Vec<(usize, Arc<TableFile>)>, start: &[u8], end: Option<Bytes>) -> Result<Cursor> {
+        let mut run = RunFiles::open(files, start)?;
+        run.advance(start, 0)?;
+        let mut cursor = Cursor {
+            inner: CursorInner::Run(run),
+            end,
+            examined: 0,
+            valid: false,
+        };
+        cursor.check_valid();
+        Ok(cursor)
+    }
+
+    /// For the trace: each file of a run this cursor has opened, as its source
+    /// position, the entries examined in it and what it read. `None` for a
+    /// cursor over a single source.
+    pub fn run_files(&self) -> Option<Vec<(usize, u64, &ReadCost)>> {
+        match &self.inner {
+            CursorInner::Run(r) => Some(r.opened(self.examined).collect()),
+            _ => None,
+        }
     }
 
     /// Entries produced inside the range so far.
@@ -278,6 +399,7 @@ impl Cursor {
         match &self.inner {
             CursorInner::Mem(_) => None,
             CursorInner::Table(t) => Some(t.cost()),
+            CursorInner::Run(r) => Some(r.iter.cost()),
         }
     }
 }

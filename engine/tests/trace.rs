@@ -248,3 +248,50 @@ fn flush_writes_only_the_versions_a_reader_can_still_see() -> TestResult {
     assert_eq!(store.get("f", "hot", "b")?, None);
     Ok(())
 }
+
+#[test]
+fn a_scan_opens_the_files_of_a_run_only_as_it_reaches_them() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default().target_file_entries(10))?;
+    for r in 0..50 {
+        store.put("f", format!("r{r:02}"), "c", "v")?;
+    }
+    // One run of 5 files, 10 rows each.
+    store.compact("f")?;
+    assert_eq!(store.tables().len(), 5);
+
+    // Three rows from r12: the second file alone; the three after it are never opened.
+    let (rows, trace) = store.scan_traced("f", &RowRange::all().limit(3))?;
+    assert_eq!(rows.len(), 3);
+    let mut scan = store.scan(
+        "f",
+        &RowRange {
+            from: Some("r12".into()),
+            ..RowRange::default()
+        },
+    )?;
+    let first: Vec<_> = scan.by_ref().take(3).collect::<Result<_, _>>()?;
+    assert_eq!(
+        first.iter().map(|r| &r.key[..]).collect::<Vec<_>>(),
+        vec![&b"r12"[..], b"r13", b"r14"]
+    );
+    let seek = scan.trace();
+    assert_eq!(
+        (
+            seek.sources_visited(),
+            seek.settled_by(Settled::KeyRange),
+            seek.files_visited()
+        ),
+        (3, 1, 2),
+        "memtable, the first file (before r12, by key range) and the second file"
+    );
+    // r12 to r14, r15 (which ends r14) and r16, where the cursor moved after it.
+    assert_eq!((seek.data_blocks(), seek.entries_examined()), (1, 5));
+    assert_eq!((trace.files_visited(), trace.data_blocks()), (1, 1));
+
+    // A full scan reaches every file.
+    let (rows, trace) = store.scan_traced("f", &RowRange::all())?;
+    assert_eq!((rows.len(), trace.files_visited(), trace.data_blocks()), (50, 5, 5));
+    assert_eq!(trace.entries_examined(), 50);
+    Ok(())
+}
