@@ -1,28 +1,66 @@
-//! A smoke test of the `peers` harness: a tiny run of each in-process engine.
+//! Smoke tests of the `peers` harness: a tiny run of each in-process engine
+//! on db_bench's workloads and on the scale phases, and a check that the
+//! engines that run the same keys find the same entries.
 #![cfg(feature = "peers")]
 
-use cellar_bench::peers::{self, workloads};
+use cellar_bench::peers::{self, report, scale, workloads, Runs};
 use cellar_bench::progress::Silent;
 
 #[test]
-fn every_workload_runs_on_every_in_process_engine_and_reports_round_trip() -> Result<(), Box<dyn std::error::Error>> {
+fn every_workload_runs_on_every_in_process_engine_and_the_engines_agree_on_hits(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut runs = Runs::new();
     for engine in peers::IN_PROCESS {
         let dir = tempfile::tempdir()?;
-        let text = peers::child_main(engine, dir.path(), 2000, 7, &Silent)?;
-        let report = peers::parse_report(&text)?;
-        assert_eq!(report.workloads.len(), workloads::WORKLOADS.len(), "{engine}");
-        for m in &report.workloads {
+        let text = report::child_main(engine, dir.path(), 2000, 7, None, &Silent)?;
+        let run = report::parse(&text)?;
+        assert_eq!(run.workloads.len(), workloads::WORKLOADS.len(), "{engine}");
+        for m in &run.workloads {
             assert!(m.ops > 0 && m.seconds > 0.0, "{engine} {m:?}");
         }
         // fillseq leaves every key; readseq after fillrandom + overwrite finds the distinct ones.
-        assert_eq!(report.live_entries.0, 2000, "{engine}");
-        let readseq = report
+        assert_eq!(run.live_entries.0, 2000, "{engine}");
+        let readseq = run
             .workloads
             .iter()
             .find(|m| m.workload == "readseq")
             .ok_or("no readseq")?;
-        assert!(readseq.ops >= report.live_entries.1, "{engine}");
-        assert!(report.fillrandom_disk.1 > 0, "{engine}");
+        assert!(readseq.ops >= run.live_entries.1, "{engine}");
+        assert!(run.fillrandom_disk.1 > 0, "{engine}");
+        let memory = run.memory.ok_or("no memory figures")?;
+        assert!(memory.hwm_kib > 0 && memory.anon_kib > 0, "{engine} {memory:?}");
+        runs.insert(engine.to_string(), vec![run]);
     }
+    let hits = report::check_hits(&runs)?;
+    assert!(
+        hits.starts_with("hits checked: cellar, cellar-buffered, fjall"),
+        "{hits}"
+    );
+    Ok(())
+}
+
+#[test]
+fn the_scale_phases_record_the_tree_and_cellar_its_read_amplification() -> Result<(), Box<dyn std::error::Error>> {
+    let mut runs = scale::ScaleRuns::new();
+    for engine in ["cellar", "fjall"] {
+        let dir = tempfile::tempdir()?;
+        let phases = scale::parse(&scale::child_main(engine, dir.path(), 3000, 3, None, &Silent)?)?;
+        let names: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, scale::PHASES, "{engine}");
+        for p in &phases {
+            assert!(p.ops > 0 && p.live > 0 && p.settled.0 > 0, "{engine} {p:?}");
+            assert!(p.peak.hwm_kib > 0, "{engine} {p:?}");
+        }
+        let amp = phases.last().and_then(|p| p.seek_amp);
+        if engine == "cellar" {
+            // At least the memtable is consulted by every seek.
+            assert!(amp.is_some_and(|a| a.sources >= 1.0), "{amp:?}");
+        } else {
+            assert_eq!(amp, None, "fjall does not count its reads");
+        }
+        runs.insert(engine.to_string(), vec![phases]);
+    }
+    let hits = scale::check_hits(&runs)?;
+    assert!(hits.starts_with("hits checked: cellar, fjall"), "{hits}");
     Ok(())
 }

@@ -13,7 +13,7 @@ fn db_bench_runs_every_workload_when_installed() -> Result<(), Box<dyn std::erro
     };
     let num = 3000;
     let dir = tempfile::tempdir()?;
-    let report = db_bench::run_all(&bin, dir.path(), num, 1)?;
+    let report = db_bench::run_all(&bin, dir.path(), num, 1, None)?;
     let names: Vec<&str> = report.workloads.iter().map(|m| m.workload.as_str()).collect();
     assert_eq!(names, workloads::WORKLOADS);
     for m in &report.workloads {
@@ -44,8 +44,10 @@ fn db_bench_runs_every_workload_when_installed() -> Result<(), Box<dyn std::erro
             "{what}: {compacted} bytes for {live} entries"
         );
     }
-    assert!(report.fillrandom_rss_kib.is_some_and(|k| k > 0), "{report:?}");
-    assert!(report.peak_rss_kib >= report.fillrandom_rss_kib);
+    let fill = report.fillrandom_memory.ok_or("no fillrandom memory")?;
+    let run = report.memory.ok_or("no run memory")?;
+    assert!(fill.hwm_kib > 0 && fill.anon_kib > 0, "{report:?}");
+    assert!(run.hwm_kib >= fill.hwm_kib, "{report:?}");
     assert!(peers::db_bench::label(&bin).starts_with("db_bench"));
     Ok(())
 }

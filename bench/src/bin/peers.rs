@@ -1,64 +1,111 @@
-//! `peers`: cellar against fjall (and RocksDB's db_bench when installed) on
-//! db_bench's workloads.
+//! `peers`: cellar against fjall and RocksDB, like with like.
 //!
 //! ```text
-//! cargo run --release -p cellar-bench --bin peers -- [--num N] [--runs R] [--csv FILE]
-//!     [--engines cellar,cellar-wide,fjall,db_bench] [--dir DIR]
+//! cargo run --release -p cellar-bench [--features rocksdb] --bin peers -- [OPTIONS]
+//!
+//!   (default)          db_bench's workloads: fillseq, fillrandom, overwrite,
+//!                      readrandom, readseq, seekrandom on --num keys
+//!   --ycsb             YCSB workloads A-F on --records records, --operations each
+//!   --scale            fillrandom, overwrite, readrandom, seekrandom on --num keys,
+//!                      no manual compaction, the tree recorded after each phase
+//!
+//!   --num N            keys (default 1000000)
+//!   --records N        YCSB records (default 1000000)
+//!   --operations N     YCSB operations per workload (default 100000)
+//!   --runs R           runs of each engine, alternated (default 3)
+//!   --engines a,b,..   engines in turn order (default: all present)
+//!   --cache data       give fjall's and RocksDB's block cache room for all the data
+//!                      (default: their own default caches)
+//!   --csv FILE         db_bench workloads: medians as CSV too
+//!   --dir DIR          where the stores go (default: a temporary folder)
 //! ```
 //!
 //! Each run of each engine is a child process of this binary (`--child ENGINE`),
-//! so peak RSS is per engine.
+//! so memory is per engine.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cellar_bench::peers::{self, Config};
+use cellar_bench::peers::{self, report, scale, ycsb, Config, Mode, ENTRY_BYTES};
 use cellar_bench::progress::TerminalBar;
 
 struct Args {
+    mode: Mode,
     num: u64,
     runs: usize,
     csv: Option<PathBuf>,
     engines: Option<Vec<String>>,
     dir: Option<PathBuf>,
+    cache_data: bool,
+    cache_bytes: Option<u64>,
     child: Option<String>,
     seed: u64,
 }
 
 fn usage() -> String {
-    "usage: peers [--num N] [--runs R] [--csv FILE] [--engines a,b,..] [--dir DIR]".to_string()
+    "usage: peers [--ycsb | --scale] [--num N] [--records N] [--operations N] [--runs R] \
+     [--engines a,b,..] [--cache default|data] [--csv FILE] [--dir DIR]"
+        .to_string()
 }
 
 fn parse() -> Result<Args, String> {
     let mut args = Args {
+        mode: Mode::DbBench,
         num: 1_000_000,
         runs: 3,
         csv: None,
         engines: None,
         dir: None,
+        cache_data: false,
+        cache_bytes: None,
         child: None,
         seed: 1,
     };
+    let (mut ycsb, mut scale) = (false, false);
+    let (mut records, mut operations) = (1_000_000u64, 100_000u64);
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        if flag == "--help" || flag == "-h" {
-            return Err(usage());
+        match flag.as_str() {
+            "--help" | "-h" => return Err(usage()),
+            "--ycsb" => {
+                ycsb = true;
+                continue;
+            }
+            "--scale" => {
+                scale = true;
+                continue;
+            }
+            _ => {}
         }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value\n{}", usage()))?;
         let bad = |_| format!("bad value for {flag}: {value}");
         match flag.as_str() {
             "--num" => args.num = value.parse().map_err(bad)?,
+            "--records" => records = value.parse().map_err(bad)?,
+            "--operations" => operations = value.parse().map_err(bad)?,
             "--runs" => args.runs = value.parse().map_err(bad)?,
             "--seed" => args.seed = value.parse().map_err(bad)?,
             "--csv" => args.csv = Some(PathBuf::from(&value)),
             "--dir" => args.dir = Some(PathBuf::from(&value)),
             "--child" => args.child = Some(value.clone()),
+            "--cache-bytes" => args.cache_bytes = Some(value.parse().map_err(bad)?),
+            "--cache" => match value.as_str() {
+                "data" => args.cache_data = true,
+                "default" => args.cache_data = false,
+                _ => return Err(format!("--cache is `default` or `data`, not {value}")),
+            },
             "--engines" => args.engines = Some(value.split(',').map(str::to_string).collect()),
             _ => return Err(format!("unknown option {flag}\n{}", usage())),
         }
     }
-    if args.num == 0 || args.runs == 0 {
-        return Err("--num and --runs must be positive".into());
+    args.mode = match (ycsb, scale) {
+        (true, true) => return Err("--ycsb and --scale are separate runs".into()),
+        (true, false) => Mode::Ycsb { records, operations },
+        (false, true) => Mode::Scale,
+        (false, false) => Mode::DbBench,
+    };
+    if args.num == 0 || args.runs == 0 || records == 0 || operations == 0 {
+        return Err("--num, --records, --operations and --runs must be positive".into());
     }
     Ok(args)
 }
@@ -80,36 +127,82 @@ fn main() -> ExitCode {
     }
 }
 
+/// A block cache with room for all the data: twice its user bytes, so blocks'
+/// own overhead and the versions not yet compacted away fit too.
+fn cache_for_all_data(mode: &Mode, num: u64) -> u64 {
+    match mode {
+        Mode::Ycsb { records, operations } => 2 * (records + operations) * (ycsb::record::FIELDS * 130) as u64,
+        Mode::DbBench | Mode::Scale => 2 * num * ENTRY_BYTES,
+    }
+}
+
+fn run_child(engine: &str, args: &Args) -> Result<String, String> {
+    let dir = args.dir.as_ref().ok_or("--child needs --dir")?;
+    let bar = TerminalBar::new();
+    let (num, seed, cache) = (args.num, args.seed, args.cache_bytes);
+    let out = match &args.mode {
+        Mode::DbBench => report::child_main(engine, dir, num, seed, cache, &bar),
+        Mode::Scale => scale::child_main(engine, dir, num, seed, cache, &bar),
+        Mode::Ycsb { records, operations } => {
+            ycsb::run_engine(engine, dir, *records, *operations, seed, cache, &bar).map(|r| ycsb::format(&r))
+        }
+    };
+    out.map_err(|e| e.to_string())
+}
+
 fn run(args: Args) -> Result<(), String> {
     if let Some(engine) = &args.child {
-        let dir = args.dir.ok_or("--child needs --dir")?;
-        let report =
-            peers::child_main(engine, &dir, args.num, args.seed, &TerminalBar::new()).map_err(|e| e.to_string())?;
-        print!("{report}");
+        print!("{}", run_child(engine, &args)?);
         return Ok(());
     }
     let own_dir = args.dir.is_none();
     let dir = args
         .dir
+        .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("cellar-peers-{}", std::process::id())));
+    let engines = args.engines.clone().unwrap_or_else(|| match args.mode {
+        Mode::DbBench => peers::default_engines(),
+        Mode::Ycsb { .. } => ycsb::ENGINES.iter().map(|s| s.to_string()).collect(),
+        Mode::Scale => ["cellar", "fjall", "rocksdb"]
+            .iter()
+            .filter(|e| peers::IN_PROCESS.contains(e))
+            .map(|s| s.to_string())
+            .collect(),
+    });
     let config = Config {
+        mode: args.mode.clone(),
         num: args.num,
         runs: args.runs,
-        engines: args.engines.unwrap_or_else(peers::default_engines),
+        engines,
+        cache: args.cache_data.then(|| cache_for_all_data(&args.mode, args.num)),
         dir,
         exe: std::env::current_exe().map_err(|e| e.to_string())?,
     };
-    if !config.engines.iter().any(|e| e == "db_bench") && peers::db_bench::find().is_none() {
-        eprintln!("peers: no db_bench ($DB_BENCH or /usr/bin/db_bench): RocksDB is not measured");
+    if !cfg!(feature = "rocksdb") {
+        eprintln!("peers: built without the `rocksdb` feature: RocksDB is not measured in process");
     }
-    let runs = peers::run(&config, &mut |msg| eprintln!("peers: {msg}"));
+    let mut log = |msg: &str| eprintln!("peers: {msg}");
+    let result = match &config.mode {
+        Mode::DbBench => peers::run(&config, &mut log).and_then(|runs| {
+            let hits = report::check_hits(&runs)?;
+            if let Some(path) = &args.csv {
+                std::fs::write(path, report::csv(&config, &runs))
+                    .map_err(|e| cellar_bench::Error::Peer(format!("{}: {e}", path.display())))?;
+            }
+            Ok(report::render(&config, &runs, &hits))
+        }),
+        Mode::Scale => scale::run(&config, &mut log).and_then(|runs| {
+            let hits = scale::check_hits(&runs)?;
+            Ok(scale::render(&config, &runs, &hits))
+        }),
+        Mode::Ycsb { records, operations } => ycsb::run(&config, &mut log).and_then(|runs| {
+            let hits = ycsb::check_hits(&runs)?;
+            Ok(ycsb::render(&config, *records, *operations, &runs, &hits))
+        }),
+    };
     if own_dir {
         let _ = std::fs::remove_dir_all(&config.dir);
     }
-    let runs = runs.map_err(|e| e.to_string())?;
-    print!("{}", peers::render(&config, &runs));
-    if let Some(path) = &args.csv {
-        std::fs::write(path, peers::csv(&config, &runs)).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
+    print!("{}", result.map_err(|e| e.to_string())?);
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use cellar_engine::{RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
 
+use super::read_amp::ReadAmp;
 use super::workloads::{Adapter, KEY_BYTES, VALUE_BYTES};
 use crate::error::Result;
 
@@ -17,6 +18,9 @@ const WIDE_COLUMN_NAMES: [&[u8]; WIDE_COLUMNS] = [b"c0", b"c1", b"c2", b"c3", b"
 
 /// A cellar store with one family of default options (4 KiB blocks, bloom 10
 /// bits per key, 64 MiB memtable, no compression), log on without fsync.
+/// Table files are read through a memory map: blocks come from the OS page
+/// cache, and the process keeps no block cache of its own (each open table's
+/// index and filter are held in memory).
 pub struct Cellar {
     store: Store,
     wide: bool,
@@ -101,6 +105,25 @@ impl Adapter for Cellar {
     fn compact(&mut self) -> Result<()> {
         self.store.compact(FAMILY)?;
         Ok(self.store.wait_for_background_work()?)
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        Ok(self.store.wait_for_background_work()?)
+    }
+
+    fn table_files(&mut self) -> Result<u64> {
+        Ok(self.store.tables().len() as u64)
+    }
+
+    fn get_cost(&mut self, key: &[u8; KEY_BYTES]) -> Result<Option<ReadAmp>> {
+        let (_, trace) = self.store.get_traced(FAMILY, key, self.column(0))?;
+        Ok(Some(ReadAmp::of_trace(&trace)))
+    }
+
+    fn seek_cost(&mut self, key: &[u8; KEY_BYTES], n: usize) -> Result<Option<ReadAmp>> {
+        let rows = n.div_ceil(self.entries_per_key());
+        let (_, trace) = self.store.scan_traced(FAMILY, &range_from(key, rows))?;
+        Ok(Some(ReadAmp::of_trace(&trace)))
     }
 
     fn write_amplification(&mut self) -> Result<Option<f64>> {

@@ -35,7 +35,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::workloads::{rss_field, Measured, RunReport, SEEK_ENTRIES};
+use super::memory::{Memory, Sampler};
+use super::workloads::{Measured, RunReport, SEEK_ENTRIES};
 use crate::error::{Error, Result};
 
 /// Where a db_bench binary is, if any: `$DB_BENCH`, else `/usr/bin/db_bench`.
@@ -116,7 +117,7 @@ pub fn db_disk_bytes(dir: &Path) -> Result<u64> {
 #[derive(Debug)]
 struct Invocation {
     stdout: String,
-    peak_rss_kib: Option<u64>,
+    memory: Memory,
 }
 
 impl Invocation {
@@ -160,25 +161,22 @@ fn command(bin: &Path, db: &Path, num: u64, benchmarks: &str, fresh: bool, reads
     cmd
 }
 
-/// Runs one db_bench process to its end, sampling its peak RSS (VmHWM) as it goes.
-fn invoke(bin: &Path, db: &Path, num: u64, benchmarks: &str, fresh: bool, reads: u64, seed: u64) -> Result<Invocation> {
-    let child = command(bin, db, num, benchmarks, fresh, reads, seed)
+/// Runs one db_bench process to its end, sampling its memory as it goes.
+fn invoke(bin: &Path, mut cmd: Command, benchmarks: &str) -> Result<Invocation> {
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::io(bin, e))?;
-    let status_path = format!("/proc/{}/status", child.id());
+    // VmHWM only grows, so the last sample before the process ends sees its
+    // peak (a zombie has no memory fields, and the sampler skips it).
+    let sampler = Sampler::start(child.id().to_string());
     let waiter = std::thread::spawn(move || child.wait_with_output());
-    let mut peak: Option<u64> = None;
-    // VmHWM only grows, so any sample after the peak sees it; the process is
-    // gone (or a zombie without the field) once the waiter is done.
     while !waiter.is_finished() {
-        if let Some(kib) = rss_field(&status_path, "VmHWM:") {
-            peak = Some(peak.map_or(kib, |p| p.max(kib)));
-        }
         std::thread::sleep(Duration::from_millis(10));
     }
+    let memory = sampler.stop();
     let output = waiter
         .join()
         .map_err(|_| Error::Peer("db_bench waiter panicked".into()))?
@@ -193,10 +191,7 @@ fn invoke(bin: &Path, db: &Path, num: u64, benchmarks: &str, fresh: bool, reads:
             tail(&stderr)
         )));
     }
-    Ok(Invocation {
-        stdout,
-        peak_rss_kib: peak,
-    })
+    Ok(Invocation { stdout, memory })
 }
 
 fn measured(workload: &str, expected_ops: u64, line: &Line) -> Measured {
@@ -215,41 +210,49 @@ fn measured(workload: &str, expected_ops: u64, line: &Line) -> Measured {
 
 /// One run of every workload through db_bench, in fresh folders under `dir`;
 /// `seed` makes the run's keys repeatable (each invocation gets its own seed,
-/// so reads do not replay the fill's key sequence).
-pub fn run_all(bin: &Path, dir: &Path, num: u64, seed: u64) -> Result<RunReport> {
+/// so reads do not replay the fill's key sequence); `cache` is the block
+/// cache in bytes (`None`: db_bench's default, 8 MiB).
+pub fn run_all(bin: &Path, dir: &Path, num: u64, seed: u64, cache: Option<u64>) -> Result<RunReport> {
     let mut report = RunReport::default();
-    let mut peak = 0u64;
-    let mut track = |inv: &Invocation| peak = peak.max(inv.peak_rss_kib.unwrap_or(0));
+    let mut peak = Memory::default();
+    let mut track = |inv: &Invocation| peak = peak.max(inv.memory);
     let base = seed.wrapping_mul(1000);
+    let invoke = |db: &Path, benchmarks: &str, fresh: bool, reads: u64, seed: u64| {
+        let mut cmd = command(bin, db, num, benchmarks, fresh, reads, seed);
+        if let Some(bytes) = cache {
+            cmd.arg(format!("--cache_size={bytes}"));
+        }
+        invoke(bin, cmd, benchmarks)
+    };
 
     // fillseq: fill and flush, measure; compact, measure; remove.
     let seq = dir.join("fillseq");
-    let inv = invoke(bin, &seq, num, "fillseq,flush", true, num, base + 1)?;
+    let inv = invoke(&seq, "fillseq,flush", true, num, base + 1)?;
     track(&inv);
     report.workloads.push(measured("fillseq", num, &inv.line("fillseq")?));
     let fill = db_disk_bytes(&seq)?;
-    track(&invoke(bin, &seq, num, "compact", false, num, base + 2)?);
+    track(&invoke(&seq, "compact", false, num, base + 2)?);
     report.fillseq_disk = (fill, db_disk_bytes(&seq)?);
     report.live_entries.0 = num;
     std::fs::remove_dir_all(&seq).map_err(|e| Error::io(&seq, e))?;
 
     // fillrandom: fill and flush, measure; compact, count the distinct keys, measure.
     let db = dir.join("fillrandom");
-    let inv = invoke(bin, &db, num, "fillrandom,flush", true, num, base + 3)?;
-    report.fillrandom_rss_kib = inv.peak_rss_kib;
+    let inv = invoke(&db, "fillrandom,flush", true, num, base + 3)?;
+    report.fillrandom_memory = Some(inv.memory);
     track(&inv);
     report
         .workloads
         .push(measured("fillrandom", num, &inv.line("fillrandom")?));
     let fill = db_disk_bytes(&db)?;
-    let inv = invoke(bin, &db, num, "compact,readseq", false, num, base + 4)?;
+    let inv = invoke(&db, "compact,readseq", false, num, base + 4)?;
     track(&inv);
     report.fillrandom_disk = (fill, db_disk_bytes(&db)?);
     report.live_entries.1 = inv.line("readseq")?.operations.unwrap_or(0);
 
     // overwrite, then flush and let compactions finish (untimed), as the
     // in-process harness flushes and waits before its reads.
-    let inv = invoke(bin, &db, num, "overwrite,flush,waitforcompaction", false, num, base + 5)?;
+    let inv = invoke(&db, "overwrite,flush,waitforcompaction", false, num, base + 5)?;
     track(&inv);
     report
         .workloads
@@ -263,12 +266,12 @@ pub fn run_all(bin: &Path, dir: &Path, num: u64, seed: u64) -> Result<RunReport>
     .into_iter()
     .enumerate()
     {
-        let inv = invoke(bin, &db, num, workload, false, reads, base + 6 + i as u64)?;
+        let inv = invoke(&db, workload, false, reads, base + 6 + i as u64)?;
         track(&inv);
         report.workloads.push(measured(workload, reads, &inv.line(workload)?));
     }
     std::fs::remove_dir_all(&db).map_err(|e| Error::io(&db, e))?;
-    report.peak_rss_kib = (peak > 0).then_some(peak);
+    report.memory = (peak.hwm_kib > 0).then_some(peak);
     Ok(report)
 }
 

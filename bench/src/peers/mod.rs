@@ -1,26 +1,49 @@
-//! `peers`: cellar beside the engines a user would pick instead, on db_bench's
-//! workloads, in the same run on the same machine.
+//! `peers`: cellar beside the engines a user would pick instead, in the same
+//! run on the same machine, compared like with like.
 //!
-//! Each run of each engine happens in a child process of the calling binary
-//! ([`child_main`]), so its peak RSS (VmHWM) is its own; engines take turns,
-//! run after run, and the report gives the median of the runs.
+//! Three benchmarks share this harness:
+//! * db_bench's workloads ([`workloads`], [`report`]): flat 16-byte keys and
+//!   100-byte values, fills, point reads, a full scan and short seeks;
+//! * YCSB's core workloads A to F ([`ycsb`]): records of ten 100-byte fields,
+//!   skewed (zipfian) access, updates of one field, short scans;
+//! * a scale run ([`scale`]): db_bench's fills and reads at 10M keys with no
+//!   manual compaction, recording the shape of the tree after every phase.
+//!
+//! Like with like means three things. **The same durability**: every engine
+//! in a ratio hands each write to the operating system before the write
+//! returns, and none syncs (cellar `SyncPolicy::Never`; fjall's default,
+//! which persists its journal with `PersistMode::Buffer` on every write;
+//! RocksDB with its WAL on and `sync` off). cellar's `SyncPolicy::Buffered`
+//! keeps writes in the process and is shown only as a labelled extra. **The
+//! same answers**: every engine must find the same entries on every read
+//! workload, or the run fails. **Caches said out loud**: cellar reads its
+//! tables through a memory map from the OS page cache; fjall and RocksDB copy
+//! blocks into a block cache of their own ([`read_path`]), and `--cache data`
+//! gives that cache room for all the data.
+//!
+//! Each run of each engine happens in a child process of the calling binary,
+//! so its memory is its own; engines take turns, run after run, and the
+//! report gives the median of the runs.
 
 pub mod cellar;
 pub mod db_bench;
 pub mod fjall;
+pub mod memory;
+pub mod read_amp;
+pub mod report;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
+pub mod scale;
 pub mod workloads;
+pub mod ycsb;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::error::{Error, Result};
-use crate::progress::Progress;
 use cellar_engine::SyncPolicy;
-use workloads::{Adapter, Measured, RunReport, WORKLOADS};
+use workloads::{Adapter, RunReport};
 
 /// Bytes of one db_bench entry: 16-byte key + 100-byte value.
 pub const ENTRY_BYTES: u64 = (workloads::KEY_BYTES + workloads::VALUE_BYTES) as u64;
@@ -36,110 +59,128 @@ pub const IN_PROCESS: &[&str] = &[
     "rocksdb",
 ];
 
-/// Opens an in-process engine by name.
-pub fn open(engine: &str, dir: &Path) -> Result<Box<dyn Adapter>> {
+/// The engines a ratio compares `cellar` with: same keys, same durability.
+pub const PEERS: &[&str] = &["fjall", "rocksdb"];
+
+/// Engines that run the same keys as `cellar` and so must find the same
+/// entries (`cellar-wide` counts cells of wider rows; db_bench draws its own keys).
+pub const SAME_KEYS: &[&str] = &["cellar", "cellar-buffered", "fjall", "rocksdb"];
+
+/// Why an engine is shown but never in a ratio.
+pub fn extra_note(engine: &str) -> Option<&'static str> {
+    match engine {
+        "cellar-buffered" => Some(
+            "cellar with SyncPolicy::Buffered: writes wait in a 64 KiB buffer in the process, \
+             less durable than every peer",
+        ),
+        "cellar-wide" => Some("N/10 rows of 10 columns: ops counted in cells; seekrandom reads 11 cells from a row"),
+        "db_bench" => Some("RocksDB's own tool: draws its own keys, so its hits are not compared"),
+        _ => None,
+    }
+}
+
+/// Opens an in-process engine by name; `cache` is the block cache of the
+/// engines that have one (`None`: their default).
+pub fn open(engine: &str, dir: &Path, cache: Option<u64>) -> Result<Box<dyn Adapter>> {
     match engine {
         "cellar" => Ok(Box::new(cellar::Cellar::open(dir, false, SyncPolicy::Never)?)),
         "cellar-buffered" => Ok(Box::new(cellar::Cellar::open(dir, false, SyncPolicy::Buffered)?)),
         "cellar-wide" => Ok(Box::new(cellar::Cellar::open(dir, true, SyncPolicy::Never)?)),
-        "fjall" => Ok(Box::new(fjall::Fjall::open(dir)?)),
+        "fjall" => Ok(Box::new(fjall::Fjall::open(dir, cache)?)),
         #[cfg(feature = "rocksdb")]
-        "rocksdb" => Ok(Box::new(rocksdb::RocksDb::open(dir)?)),
+        "rocksdb" => Ok(Box::new(rocksdb::RocksDb::open(dir, cache)?)),
         other => Err(Error::Peer(format!("unknown engine `{other}`"))),
     }
 }
 
-/// Runs every workload on one in-process engine and prints the report on stdout
-/// in the line format [`parse_report`] reads. This is what a child process does.
-pub fn child_main(engine: &str, dir: &Path, num: u64, seed: u64, progress: &dyn Progress) -> Result<String> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let report = workloads::run_all(&|d: &Path| open(engine, d), dir, num, seed, progress)?;
-    Ok(format_report(&report))
+/// How an engine (or a YCSB model on it) reads its table files and what it
+/// caches, with `cache` the block cache given to the engines that have one.
+pub fn read_path(engine: &str, cache: Option<u64>) -> String {
+    let mib = |bytes: u64| format!("{} MiB", bytes >> 20);
+    let block_cache = |default: u64| match cache {
+        Some(bytes) => format!("a {} block cache (--cache data)", mib(bytes)),
+        None => format!("a {} block cache (its default)", mib(default)),
+    };
+    if engine.starts_with("cellar") {
+        "tables mapped into memory (mmap): blocks come from the OS page cache; no block cache in the process".into()
+    } else if engine.starts_with("fjall") {
+        format!("pread into {}, OS page cache beneath", block_cache(32 << 20))
+    } else if engine.starts_with("rocksdb") {
+        format!("pread into {} (LRU), OS page cache beneath", block_cache(32 << 20))
+    } else if engine == "db_bench" {
+        format!("pread into {} (LRU), OS page cache beneath", block_cache(8 << 20))
+    } else {
+        String::new()
+    }
 }
 
-fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+/// What kind of benchmark a run is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mode {
+    /// db_bench's workloads at `num` keys.
+    DbBench,
+    /// YCSB's workloads on `records` records, `operations` per workload.
+    Ycsb {
+        /// Records loaded.
+        records: u64,
+        /// Operations per workload A to F.
+        operations: u64,
+    },
+    /// db_bench's shape at scale, with the tree recorded after every phase.
+    Scale,
 }
 
-/// The line format a child prints.
-pub fn format_report(r: &RunReport) -> String {
-    let mut out = String::new();
-    for m in &r.workloads {
-        let _ = writeln!(out, "workload {} {} {} {}", m.workload, m.ops, m.seconds, m.found);
-    }
-    let _ = writeln!(out, "disk fillseq {} {}", r.fillseq_disk.0, r.fillseq_disk.1);
-    let _ = writeln!(out, "disk fillrandom {} {}", r.fillrandom_disk.0, r.fillrandom_disk.1);
-    let _ = writeln!(out, "live {} {}", r.live_entries.0, r.live_entries.1);
-    let _ = writeln!(out, "rss {} {}", opt(r.fillrandom_rss_kib), opt(r.peak_rss_kib));
-    let _ = writeln!(out, "wamp {}", opt(r.write_amplification));
-    out
-}
-
-/// Reads what [`format_report`] wrote.
-pub fn parse_report(text: &str) -> Result<RunReport> {
-    fn num<T: std::str::FromStr>(w: Option<&str>) -> Result<T> {
-        w.and_then(|w| w.parse().ok())
-            .ok_or_else(|| Error::Peer(format!("bad report field {w:?}")))
-    }
-    fn maybe<T: std::str::FromStr>(w: Option<&str>) -> Option<T> {
-        w.and_then(|w| w.parse().ok())
-    }
-    let mut r = RunReport::default();
-    for line in text.lines() {
-        let mut w = line.split_whitespace();
-        match w.next() {
-            Some("workload") => {
-                let workload = w.next().unwrap_or_default().to_string();
-                r.workloads.push(Measured {
-                    workload,
-                    ops: num(w.next())?,
-                    seconds: num(w.next())?,
-                    found: num(w.next())?,
-                });
-            }
-            Some("disk") => {
-                let which = w.next();
-                let pair = (num(w.next())?, num(w.next())?);
-                if which == Some("fillseq") {
-                    r.fillseq_disk = pair;
-                } else {
-                    r.fillrandom_disk = pair;
-                }
-            }
-            Some("live") => r.live_entries = (num(w.next())?, num(w.next())?),
-            Some("rss") => {
-                r.fillrandom_rss_kib = maybe(w.next());
-                r.peak_rss_kib = maybe(w.next());
-            }
-            Some("wamp") => r.write_amplification = maybe(w.next()),
-            _ => {}
-        }
-    }
-    if r.workloads.len() != WORKLOADS.len() {
-        return Err(Error::Peer(format!("a child reported {} workloads", r.workloads.len())));
-    }
-    Ok(r)
-}
-
-/// How to run the comparison.
+/// How to run a comparison.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Keys (entries) per workload.
+    /// Which benchmark.
+    pub mode: Mode,
+    /// Keys (entries) per workload (db_bench and scale).
     pub num: u64,
     /// Runs of each engine.
     pub runs: usize,
     /// Engines, in turn order (in-process names, or `db_bench`).
     pub engines: Vec<String>,
+    /// Block cache of the engines that have one (`None`: their default).
+    pub cache: Option<u64>,
     /// Where the stores go (a folder of its own is made per run).
     pub dir: PathBuf,
     /// This binary, run with `--child ENGINE` for each in-process run.
     pub exe: PathBuf,
 }
 
-/// The engines present on this machine: cellar (log handed to the OS per write,
-/// as RocksDB does), cellar-buffered (log buffered in the process, as fjall's
-/// journal is), cellar-wide, fjall, rocksdb (with the `rocksdb` feature) and
-/// db_bench if found.
+impl Config {
+    /// The arguments a child needs to repeat run `run` of `engine` in `dir`.
+    pub fn child_args(&self, engine: &str, run: usize, dir: &Path) -> Vec<String> {
+        let mut args = vec![
+            "--child".to_string(),
+            engine.to_string(),
+            "--seed".into(),
+            (run as u64 + 1).to_string(),
+            "--dir".into(),
+            dir.display().to_string(),
+        ];
+        match &self.mode {
+            Mode::DbBench => args.extend(["--num".into(), self.num.to_string()]),
+            Mode::Scale => args.extend(["--scale".into(), "--num".into(), self.num.to_string()]),
+            Mode::Ycsb { records, operations } => args.extend([
+                "--ycsb".into(),
+                "--records".into(),
+                records.to_string(),
+                "--operations".into(),
+                operations.to_string(),
+            ]),
+        }
+        if let Some(bytes) = self.cache {
+            args.extend(["--cache-bytes".into(), bytes.to_string()]);
+        }
+        args
+    }
+}
+
+/// The engines present on this machine: cellar (log handed to the OS per write),
+/// cellar-buffered (log buffered in the process), cellar-wide, fjall, rocksdb
+/// (with the `rocksdb` feature) and db_bench if found.
 pub fn default_engines() -> Vec<String> {
     let mut engines: Vec<String> = IN_PROCESS.iter().map(|s| s.to_string()).collect();
     if db_bench::find().is_some() {
@@ -148,15 +189,34 @@ pub fn default_engines() -> Vec<String> {
     engines
 }
 
-/// Every run of every engine, by engine.
-pub type Runs = BTreeMap<String, Vec<RunReport>>;
+/// Runs `exe` with `args` to its end and returns what it printed on stdout
+/// (its stderr goes to ours: progress bars, errors).
+pub fn run_child(exe: &Path, args: &[String], what: &str) -> Result<String> {
+    let output = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| Error::io(exe, e))?;
+    if !output.status.success() {
+        return Err(Error::Peer(format!("{what} failed: {}", output.status)));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
 
-/// Runs the engines in turn, `runs` times; `log` hears what starts.
-pub fn run(config: &Config, log: &mut dyn FnMut(&str)) -> Result<Runs> {
-    let mut runs: Runs = BTreeMap::new();
+/// Runs `one(engine, run, dir)` for every engine, `config.runs` times, the
+/// engines taking turns (the first engine of a round rotates, so none always
+/// runs first on a cold or hot page cache); `log` hears what starts. Each run
+/// gets a fresh folder, removed after it.
+pub fn alternate<T>(
+    config: &Config,
+    log: &mut dyn FnMut(&str),
+    mut one: impl FnMut(&str, usize, &Path) -> Result<T>,
+) -> Result<BTreeMap<String, Vec<T>>> {
+    let mut runs: BTreeMap<String, Vec<T>> = BTreeMap::new();
+    let n = config.engines.len().max(1);
     for run in 0..config.runs {
-        // Turns rotate so no engine always runs first (on a cold or hot page cache).
-        let n = config.engines.len().max(1);
         for i in 0..config.engines.len() {
             let Some(engine) = config.engines.get((i + run) % n) else {
                 continue;
@@ -164,38 +224,29 @@ pub fn run(config: &Config, log: &mut dyn FnMut(&str)) -> Result<Runs> {
             log(&format!("run {}/{}: {engine}", run + 1, config.runs));
             let dir = config.dir.join(format!("{engine}-{run}"));
             std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-            let report = if engine == "db_bench" {
-                let bin = db_bench::find().ok_or_else(|| Error::Peer("db_bench is not installed".into()))?;
-                db_bench::run_all(&bin, &dir, config.num, run as u64 + 1)?
-            } else {
-                let output = Command::new(&config.exe)
-                    .arg("--child")
-                    .arg(engine)
-                    .arg("--num")
-                    .arg(config.num.to_string())
-                    .arg("--seed")
-                    .arg((run as u64 + 1).to_string())
-                    .arg("--dir")
-                    .arg(&dir)
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::inherit())
-                    .output()
-                    .map_err(|e| Error::io(&config.exe, e))?;
-                if !output.status.success() {
-                    return Err(Error::Peer(format!(
-                        "{engine} run {} failed: {}",
-                        run + 1,
-                        output.status
-                    )));
-                }
-                parse_report(&String::from_utf8_lossy(&output.stdout))?
-            };
+            let result = one(engine, run, &dir);
             let _ = std::fs::remove_dir_all(&dir);
-            runs.entry(engine.clone()).or_default().push(report);
+            runs.entry(engine.clone()).or_default().push(result?);
         }
     }
     Ok(runs)
+}
+
+/// Every run of every engine, by engine (db_bench's workloads).
+pub type Runs = BTreeMap<String, Vec<RunReport>>;
+
+/// Runs db_bench's workloads on every engine in turn, `runs` times.
+pub fn run(config: &Config, log: &mut dyn FnMut(&str)) -> Result<Runs> {
+    alternate(config, log, |engine, run, dir| {
+        if engine == "db_bench" {
+            let bin = db_bench::find().ok_or_else(|| Error::Peer("db_bench is not installed".into()))?;
+            db_bench::run_all(&bin, dir, config.num, run as u64 + 1, config.cache)
+        } else {
+            let args = config.child_args(engine, run, dir);
+            let text = run_child(&config.exe, &args, &format!("{engine} run {}", run + 1))?;
+            report::parse(&text)
+        }
+    })
 }
 
 /// Median of some numbers (0 if none).
@@ -208,180 +259,42 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn median_of(reports: &[RunReport], f: impl Fn(&RunReport) -> Option<f64>) -> Option<f64> {
+/// Median of what `f` finds in each report (`None` if it finds nothing).
+pub fn median_of<R>(reports: &[R], f: impl Fn(&R) -> Option<f64>) -> Option<f64> {
     let v: Vec<f64> = reports.iter().filter_map(f).collect();
     (!v.is_empty()).then(|| median(v))
 }
 
-/// Median ops/s of one workload of one engine.
-pub fn median_ops(reports: &[RunReport], workload: &str) -> f64 {
-    median_of(reports, |r| {
-        r.workloads
-            .iter()
-            .find(|m| m.workload == workload)
-            .map(Measured::ops_per_sec)
-    })
-    .unwrap_or(0.0)
-}
-
-/// Median disk bytes (after fill, after compaction) of a fill workload.
-pub fn median_disk(reports: &[RunReport], workload: &str) -> Option<(u64, u64)> {
-    let pick = |r: &RunReport| match workload {
-        "fillseq" => Some(r.fillseq_disk),
-        "fillrandom" => Some(r.fillrandom_disk),
-        _ => None,
-    };
-    let fill = median_of(reports, |r| pick(r).map(|d| d.0 as f64))?;
-    let compacted = median_of(reports, |r| pick(r).map(|d| d.1 as f64))?;
-    Some((fill as u64, compacted as u64))
-}
-
-fn label(engine: &str) -> String {
-    if engine == "db_bench" {
-        db_bench::find().map_or_else(|| engine.to_string(), |p| db_bench::label(&p))
-    } else {
-        engine.to_string()
-    }
-}
-
-fn human(ops: f64) -> String {
+/// Operations per second for a table: `1.23M` or `456k`.
+pub fn human(ops: f64) -> String {
     if ops >= 1e6 {
         format!("{:.2}M", ops / 1e6)
-    } else {
+    } else if ops >= 1e4 {
         format!("{:.0}k", ops / 1e3)
+    } else {
+        format!("{:.1}k", ops / 1e3)
     }
 }
 
-fn mb(bytes: f64) -> String {
-    format!("{:.1} MB", bytes / 1e6)
+/// A ratio for a table: `1.23x`, or `-` when the divisor is zero.
+pub fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 {
+        format!("{:.2}x", a / b)
+    } else {
+        "-".into()
+    }
 }
 
-/// The report: ops/s per workload and engine with cellar/peer ratios, disk
-/// bytes and space amplification, peak RSS and write amplification.
-pub fn render(config: &Config, runs: &Runs) -> String {
-    let engines: Vec<&String> = config.engines.iter().filter(|e| runs.contains_key(*e)).collect();
-    let peers: Vec<&String> = engines.iter().copied().filter(|e| !e.starts_with("cellar")).collect();
-    let reports = |e: &str| runs.get(e).map(Vec::as_slice).unwrap_or_default();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "peers: {} keys (16 B keys, 100 B values), {} run(s) per engine, medians in ops/s",
-        config.num, config.runs
-    );
-    let _ = writeln!(
-        out,
-        "cellar-wide: N/10 rows of 10 columns (ops counted in cells; seekrandom reads 11 cells from a row)\n"
-    );
-    let mut header = format!("{:<12}", "workload");
-    for e in &engines {
-        let _ = write!(header, " {:>14}", label(e).split(' ').next().unwrap_or_default());
-    }
-    // Each peer is compared with the cellar run of the same durability: RocksDB
-    // hands every write to the OS (cellar's `Never`), fjall buffers its journal
-    // in the process (cellar's `Buffered`).
-    let counterpart = |peer: &str| -> &'static str {
-        if peer == "fjall" && runs.contains_key("cellar-buffered") {
-            "cellar-buffered"
-        } else {
-            "cellar"
-        }
-    };
-    for p in &peers {
-        let _ = write!(header, " {:>22}", format!("{}/{p}", counterpart(p)));
-    }
-    let _ = writeln!(out, "{header}");
-    for w in WORKLOADS {
-        let mut line = format!("{w:<12}");
-        for e in &engines {
-            let _ = write!(line, " {:>14}", human(median_ops(reports(e), w)));
-        }
-        for p in &peers {
-            let cellar = median_ops(reports(counterpart(p)), w);
-            let peer = median_ops(reports(p), w);
-            let ratio = if peer > 0.0 {
-                format!("{:.2}x", cellar / peer)
-            } else {
-                "-".into()
-            };
-            let _ = write!(line, " {ratio:>22}");
-        }
-        let _ = writeln!(out, "{line}");
-    }
-    for e in &engines {
-        if label(e) != **e {
-            let _ = writeln!(out, "{e}: {}", label(e));
-        }
-    }
-
-    let _ = writeln!(
-        out,
-        "\nspace (medians; live = 116 B x distinct entries; fillrandom compacted before overwrite)"
-    );
-    let _ = writeln!(
-        out,
-        "{:<12} {:<11} {:>10} {:>10} {:>10} {:>8}",
-        "engine", "workload", "live", "after fill", "compacted", "amp"
-    );
-    for e in &engines {
-        for (w, live) in [("fillseq", 0usize), ("fillrandom", 1)] {
-            let Some((fill, compacted)) = median_disk(reports(e), w) else {
-                continue;
-            };
-            let live_bytes = median_of(reports(e), |r| {
-                Some((if live == 0 { r.live_entries.0 } else { r.live_entries.1 } * ENTRY_BYTES) as f64)
-            })
-            .unwrap_or(0.0);
-            let amp = if live_bytes > 0.0 {
-                compacted as f64 / live_bytes
-            } else {
-                0.0
-            };
-            let _ = writeln!(
-                out,
-                "{:<12} {:<11} {:>10} {:>10} {:>10} {:>7.3}x",
-                e,
-                w,
-                mb(live_bytes),
-                mb(fill as f64),
-                mb(compacted as f64),
-                amp
-            );
-        }
-    }
-
-    let _ = writeln!(out, "\nmemory and writes (medians)");
-    let _ = writeln!(
-        out,
-        "{:<12} {:>18} {:>14} {:>16}",
-        "engine", "peak RSS fillrand", "peak RSS run", "write amp (eng.)"
-    );
-    for e in &engines {
-        let fill = median_of(reports(e), |r| r.fillrandom_rss_kib.map(|k| k as f64));
-        let peak = median_of(reports(e), |r| r.peak_rss_kib.map(|k| k as f64));
-        let wamp = median_of(reports(e), |r| r.write_amplification);
-        let _ = writeln!(
-            out,
-            "{:<12} {:>18} {:>14} {:>16}",
-            e,
-            fill.map_or("-".into(), |k| format!("{:.0} MiB", k / 1024.0)),
-            peak.map_or("-".into(), |k| format!("{:.0} MiB", k / 1024.0)),
-            wamp.map_or("-".into(), |w| format!("{w:.2}")),
-        );
-    }
-    out
+/// KiB as MiB for a table.
+pub fn mib(kib: f64) -> String {
+    format!("{:.0} MiB", kib / 1024.0)
 }
 
-/// The CSV for scripts: `workload,engine,median_ops_per_sec,disk_bytes_after_fill,disk_bytes_after_compaction`.
-pub fn csv(config: &Config, runs: &Runs) -> String {
-    let mut out =
-        String::from("workload,engine,median_ops_per_sec,disk_bytes_after_fill,disk_bytes_after_compaction\n");
-    for w in WORKLOADS {
-        for e in config.engines.iter().filter(|e| runs.contains_key(*e)) {
-            let reports = runs.get(e).map(Vec::as_slice).unwrap_or_default();
-            let (fill, compacted) =
-                median_disk(reports, w).map_or((String::new(), String::new()), |(f, c)| (f.to_string(), c.to_string()));
-            let _ = writeln!(out, "{w},{e},{:.0},{fill},{compacted}", median_ops(reports, w));
-        }
-    }
-    out
-}
+/// The one-paragraph note on how RSS counts a process's memory, printed
+/// under every memory table.
+pub const RSS_NOTE: &str = "RSS = anonymous memory (heap, memtables, block caches) + resident pages of \
+mapped files (the program's own code, a few MiB, included). cellar maps its table files, so every table page it has read and the kernel still holds \
+counts in its file RSS, although it is a clean page-cache page the kernel reclaims under pressure; \
+fjall and RocksDB read with pread, so their table pages sit in the page cache outside any RSS and \
+their block cache counts as anonymous memory. Peaks: VmHWM is the kernel's exact peak of the whole \
+RSS; the anon and file peaks are sampled every 10 ms.";

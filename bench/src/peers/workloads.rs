@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::memory::{self, Memory, Sampler};
+use super::read_amp::ReadAmp;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 
@@ -54,6 +56,19 @@ pub trait Adapter {
     fn write_amplification(&mut self) -> Result<Option<f64>> {
         Ok(None)
     }
+    /// Waits for the flushes and compactions the engine has started, without
+    /// starting any (no flush, no manual compaction).
+    fn settle(&mut self) -> Result<()>;
+    /// Table files the engine holds now.
+    fn table_files(&mut self) -> Result<u64>;
+    /// What a point read of `key` consulted, if the engine can say.
+    fn get_cost(&mut self, _key: &[u8; KEY_BYTES]) -> Result<Option<ReadAmp>> {
+        Ok(None)
+    }
+    /// What a seek to `key` reading `n` entries consulted, if the engine can say.
+    fn seek_cost(&mut self, _key: &[u8; KEY_BYTES], _n: usize) -> Result<Option<ReadAmp>> {
+        Ok(None)
+    }
 }
 
 /// Opens a fresh adapter in a folder.
@@ -94,10 +109,11 @@ pub struct RunReport {
     pub fillrandom_disk: (u64, u64),
     /// Distinct entries after `fillseq` and after `fillrandom`.
     pub live_entries: (u64, u64),
-    /// Peak RSS (KiB) during `fillrandom`, when the kernel lets it be reset.
-    pub fillrandom_rss_kib: Option<u64>,
-    /// Peak RSS (KiB) of the whole run.
-    pub peak_rss_kib: Option<u64>,
+    /// Peak memory during `fillrandom` (and its flush), when the kernel lets
+    /// the peak be reset.
+    pub fillrandom_memory: Option<Memory>,
+    /// Peak memory of the whole run.
+    pub memory: Option<Memory>,
     /// Write amplification after `overwrite`, if the engine reports it.
     pub write_amplification: Option<f64>,
 }
@@ -134,17 +150,17 @@ pub fn key(i: u64) -> [u8; KEY_BYTES] {
 }
 
 /// Random value bytes, reused at shifting offsets (nothing is compressed anyway).
-struct Values {
+pub(crate) struct Values {
     pool: Vec<u8>,
     at: usize,
 }
 
 impl Values {
-    fn new(rng: &mut Rng) -> Values {
+    pub(crate) fn new(rng: &mut Rng) -> Values {
         let pool = (0..(1 << 20)).map(|_| rng.next_u64() as u8).collect();
         Values { pool, at: 0 }
     }
-    fn next(&mut self, len: usize) -> &[u8] {
+    pub(crate) fn next(&mut self, len: usize) -> &[u8] {
         if self.at + len > self.pool.len() {
             self.at = 0;
         }
@@ -186,23 +202,6 @@ fn dir_bytes(dir: &Path, nested: bool) -> Result<u64> {
     Ok(total)
 }
 
-/// VmHWM (peak resident set) of this process, in KiB.
-pub fn peak_rss_kib() -> Option<u64> {
-    rss_field("/proc/self/status", "VmHWM:")
-}
-
-/// A `kB` field of a `/proc/.../status` file.
-pub fn rss_field(path: &str, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(path).ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Resets VmHWM to the current RSS (Linux: write 5 to clear_refs); false if refused.
-fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
-
 fn timed(workload: &str, ops: u64, found: u64, start: Instant) -> Measured {
     Measured {
         workload: workload.to_string(),
@@ -237,7 +236,9 @@ pub fn run_all(open: &Open<'_>, dir: &Path, num: u64, seed: u64, progress: &dyn 
 
     // fillrandom
     let mut present = vec![false; keys as usize];
-    let rss_reset = reset_peak_rss();
+    let sampler = Sampler::start("self".into());
+    let peak_reset = memory::reset_peak();
+    sampler.reset();
     progress.start("fillrandom", keys);
     let start = Instant::now();
     for i in 0..keys {
@@ -253,8 +254,8 @@ pub fn run_all(open: &Open<'_>, dir: &Path, num: u64, seed: u64, progress: &dyn 
     report.workloads.push(timed("fillrandom", keys * per_key, 0, start));
     progress.finish();
     db.flush()?;
-    if rss_reset {
-        report.fillrandom_rss_kib = peak_rss_kib();
+    if peak_reset {
+        report.fillrandom_memory = Some(sampler.peaks());
     }
     let fill = disk_bytes(&rand_dir)?;
     db.compact()?;
@@ -336,6 +337,8 @@ pub fn run_all(open: &Open<'_>, dir: &Path, num: u64, seed: u64, progress: &dyn 
     drop(db);
     std::fs::remove_dir_all(&seq_dir).map_err(|e| Error::io(&seq_dir, e))?;
 
-    report.peak_rss_kib = peak_rss_kib();
+    // VmHWM was reset before fillrandom, when the process held little more
+    // than the value pool: the sampler's peaks since then are the run's.
+    report.memory = Some(sampler.stop());
     Ok(report)
 }

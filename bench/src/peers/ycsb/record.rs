@@ -1,0 +1,398 @@
+//! A YCSB record (ten named fields) and the ways an engine can store one.
+//!
+//! A wide-column store holds a record as it is: a row whose columns are the
+//! fields ([`CellarRow`]); reading the record reads the row, updating a field
+//! writes one column. A key-value store has two models, and a user picks one:
+//!
+//! * [`RecordPerKey`]: one key per record, the fields serialized into the
+//!   value. A read is one point lookup; an update must read the value, change
+//!   one field and write the whole value back (as YCSB's RocksDB binding does).
+//! * [`KeyPerField`]: one key per field (`record key 00 field name`). An
+//!   update is one blind write; a read is a short prefix scan over ten keys.
+//!
+//! Both models are written once over [`KeyValue`], the handful of operations
+//! they need, which fjall and RocksDB implement.
+
+use std::path::Path;
+
+use cellar_engine::{RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
+
+use crate::error::{Error, Result};
+
+/// Fields of a record.
+pub const FIELDS: usize = 10;
+/// Bytes of a field's value.
+pub const FIELD_BYTES: usize = 100;
+/// The fields' names, as YCSB names them.
+pub const FIELD_NAMES: [&str; FIELDS] = [
+    "field0", "field1", "field2", "field3", "field4", "field5", "field6", "field7", "field8", "field9",
+];
+
+/// A store of records: what a YCSB client asks of a database.
+pub trait RecordStore {
+    /// Writes a new record with every field (`values[i]` is field `i`).
+    fn insert(&mut self, key: &[u8], values: &[&[u8]; FIELDS]) -> Result<()>;
+    /// Reads every field of a record; returns how many fields it found
+    /// (0: no such record).
+    fn read(&mut self, key: &[u8]) -> Result<usize>;
+    /// Sets field `field` of a record to `value`.
+    fn update(&mut self, key: &[u8], field: usize, value: &[u8]) -> Result<()>;
+    /// Reads up to `records` records in key order from the first at or after
+    /// `start`, every field; returns (records, fields) read.
+    fn scan(&mut self, start: &[u8], records: usize) -> Result<(usize, usize)>;
+    /// Waits for the background work the engine has started (not timed).
+    fn settle(&mut self) -> Result<()>;
+}
+
+/// The key-value operations the two key-value models need.
+pub trait KeyValue {
+    /// Writes one key.
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Writes several keys atomically (one batch).
+    fn put_batch(&mut self, pairs: &[(&[u8], &[u8])]) -> Result<()>;
+    /// Reads one key into `value`; false if absent.
+    fn get(&mut self, key: &[u8], value: &mut Vec<u8>) -> Result<bool>;
+    /// Visits keys in order from `from` (inclusive) to `to` (exclusive, `None`:
+    /// no end) while `visit` returns true.
+    fn scan(&mut self, from: &[u8], to: Option<&[u8]>, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<()>;
+    /// Waits for the engine's background work.
+    fn settle(&mut self) -> Result<()>;
+}
+
+/// Serializes a record's fields into one value: for each field, its name's
+/// length (1 byte), the name, the value's length (4 bytes, little-endian) and
+/// the value.
+pub fn encode(fields: &[(&[u8], &[u8])], out: &mut Vec<u8>) {
+    out.clear();
+    for (name, value) in fields {
+        out.push(name.len() as u8);
+        out.extend_from_slice(name);
+        out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        out.extend_from_slice(value);
+    }
+}
+
+/// The fields of a value written by [`encode`].
+pub fn decode(mut bytes: &[u8]) -> Result<Vec<(&[u8], &[u8])>> {
+    let bad = || Error::Peer("a stored record does not decode".into());
+    let mut fields = Vec::with_capacity(FIELDS);
+    while let Some((&name_len, rest)) = bytes.split_first() {
+        let (name, rest) = rest.split_at_checked(usize::from(name_len)).ok_or_else(bad)?;
+        let (len, rest) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
+        let (value, rest) = rest
+            .split_at_checked(u32::from_le_bytes(*len) as usize)
+            .ok_or_else(bad)?;
+        fields.push((name, value));
+        bytes = rest;
+    }
+    Ok(fields)
+}
+
+/// One key per record, the fields serialized in its value.
+pub struct RecordPerKey<K> {
+    kv: K,
+    value: Vec<u8>,
+    encoded: Vec<u8>,
+}
+
+impl<K: KeyValue> RecordPerKey<K> {
+    /// The model over a key-value store.
+    pub fn new(kv: K) -> RecordPerKey<K> {
+        RecordPerKey {
+            kv,
+            value: Vec::new(),
+            encoded: Vec::new(),
+        }
+    }
+}
+
+impl<K: KeyValue> RecordStore for RecordPerKey<K> {
+    fn insert(&mut self, key: &[u8], values: &[&[u8]; FIELDS]) -> Result<()> {
+        let fields: Vec<(&[u8], &[u8])> = FIELD_NAMES
+            .iter()
+            .map(|n| n.as_bytes())
+            .zip(values.iter().copied())
+            .collect();
+        encode(&fields, &mut self.encoded);
+        self.kv.put(key, &self.encoded)
+    }
+
+    fn read(&mut self, key: &[u8]) -> Result<usize> {
+        if !self.kv.get(key, &mut self.value)? {
+            return Ok(0);
+        }
+        Ok(decode(&self.value)?.len())
+    }
+
+    fn update(&mut self, key: &[u8], field: usize, value: &[u8]) -> Result<()> {
+        let name = FIELD_NAMES.get(field).map(|n| n.as_bytes()).unwrap_or_default();
+        let found = self.kv.get(key, &mut self.value)?;
+        let mut fields = if found { decode(&self.value)? } else { Vec::new() };
+        match fields.iter_mut().find(|(n, _)| *n == name) {
+            Some(f) => f.1 = value,
+            None => fields.push((name, value)),
+        }
+        encode(&fields, &mut self.encoded);
+        self.kv.put(key, &self.encoded)
+    }
+
+    fn scan(&mut self, start: &[u8], records: usize) -> Result<(usize, usize)> {
+        let (mut read, mut fields, mut damaged) = (0, 0, false);
+        self.kv.scan(start, None, &mut |_, value| {
+            match decode(value) {
+                Ok(f) => fields += f.len(),
+                Err(_) => damaged = true,
+            }
+            read += 1;
+            read < records
+        })?;
+        if damaged {
+            return Err(Error::Peer("a scanned record does not decode".into()));
+        }
+        Ok((read, fields))
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        self.kv.settle()
+    }
+}
+
+/// One key per field: `record key`, a zero byte, the field's name. YCSB's
+/// record keys (`user` and digits) hold no zero byte, so a record's fields
+/// sort together, before the next record's.
+pub struct KeyPerField<K> {
+    kv: K,
+    key: Vec<u8>,
+}
+
+impl<K: KeyValue> KeyPerField<K> {
+    /// The model over a key-value store.
+    pub fn new(kv: K) -> KeyPerField<K> {
+        KeyPerField { kv, key: Vec::new() }
+    }
+
+    /// Sets `self.key` to the key of field `name` of record `key`.
+    fn field_key(&mut self, key: &[u8], name: &[u8]) {
+        self.key.clear();
+        self.key.extend_from_slice(key);
+        self.key.push(0);
+        self.key.extend_from_slice(name);
+    }
+}
+
+/// The record key of a field key.
+fn record_of(field_key: &[u8]) -> &[u8] {
+    field_key.split(|b| *b == 0).next().unwrap_or(field_key)
+}
+
+impl<K: KeyValue> RecordStore for KeyPerField<K> {
+    fn insert(&mut self, key: &[u8], values: &[&[u8]; FIELDS]) -> Result<()> {
+        let keys: Vec<Vec<u8>> = FIELD_NAMES
+            .iter()
+            .map(|name| {
+                self.field_key(key, name.as_bytes());
+                self.key.clone()
+            })
+            .collect();
+        let pairs: Vec<(&[u8], &[u8])> = keys.iter().map(Vec::as_slice).zip(values.iter().copied()).collect();
+        self.kv.put_batch(&pairs)
+    }
+
+    fn read(&mut self, key: &[u8]) -> Result<usize> {
+        // The record's fields are the keys in [key 00, key 01).
+        let (mut from, mut to) = (key.to_vec(), key.to_vec());
+        from.push(0);
+        to.push(1);
+        let mut fields = 0;
+        self.kv.scan(&from, Some(&to), &mut |_, _| {
+            fields += 1;
+            true
+        })?;
+        Ok(fields)
+    }
+
+    fn update(&mut self, key: &[u8], field: usize, value: &[u8]) -> Result<()> {
+        let name = FIELD_NAMES.get(field).copied().unwrap_or_default();
+        self.field_key(key, name.as_bytes());
+        self.kv.put(&self.key, value)
+    }
+
+    fn scan(&mut self, start: &[u8], records: usize) -> Result<(usize, usize)> {
+        let (mut read, mut fields) = (0, 0);
+        let mut current: Vec<u8> = Vec::new();
+        self.kv.scan(start, None, &mut |k, _| {
+            let record = record_of(k);
+            if read == 0 || record != current.as_slice() {
+                if read == records {
+                    return false;
+                }
+                read += 1;
+                current.clear();
+                current.extend_from_slice(record);
+            }
+            fields += 1;
+            true
+        })?;
+        Ok((read, fields))
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        self.kv.settle()
+    }
+}
+
+const FAMILY: &str = "usertable";
+
+/// cellar: a record is a row, its fields the row's columns.
+pub struct CellarRow {
+    store: Store,
+}
+
+impl CellarRow {
+    /// Opens a fresh store in `dir` with one family of default options
+    /// (4 KiB blocks, bloom 10 bits per row, 64 MiB memtable, one version per
+    /// cell), every write handed to the OS (`SyncPolicy::Never`).
+    pub fn open(dir: &Path) -> Result<CellarRow> {
+        let store = Store::open(dir, StoreOptions::default().sync(SyncPolicy::Never).family(FAMILY))?;
+        Ok(CellarRow { store })
+    }
+}
+
+impl RecordStore for CellarRow {
+    fn insert(&mut self, key: &[u8], values: &[&[u8]; FIELDS]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        for (name, value) in FIELD_NAMES.iter().zip(values) {
+            batch.put(FAMILY, key, name, value);
+        }
+        Ok(self.store.write(&batch)?)
+    }
+
+    fn read(&mut self, key: &[u8]) -> Result<usize> {
+        Ok(self.store.get_row(FAMILY, key)?.len())
+    }
+
+    fn update(&mut self, key: &[u8], field: usize, value: &[u8]) -> Result<()> {
+        let name = FIELD_NAMES.get(field).copied().unwrap_or_default();
+        Ok(self.store.put(FAMILY, key, name, value)?)
+    }
+
+    fn scan(&mut self, start: &[u8], records: usize) -> Result<(usize, usize)> {
+        let range = RowRange {
+            from: Some(start.to_vec().into()),
+            ..RowRange::default()
+        }
+        .limit(records);
+        let (mut read, mut fields) = (0, 0);
+        for row in self.store.scan(FAMILY, &range)? {
+            fields += row?.cells.len();
+            read += 1;
+        }
+        Ok((read, fields))
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        Ok(self.store.wait_for_background_work()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A key-value store in a map: the models' behaviour without an engine.
+    #[derive(Default)]
+    struct MapKv(BTreeMap<Vec<u8>, Vec<u8>>);
+
+    impl KeyValue for MapKv {
+        fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+            self.0.insert(key.to_vec(), value.to_vec());
+            Ok(())
+        }
+        fn put_batch(&mut self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+            for (k, v) in pairs {
+                self.put(k, v)?;
+            }
+            Ok(())
+        }
+        fn get(&mut self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
+            let found = self.0.get(key);
+            if let Some(v) = found {
+                value.clone_from(v);
+            }
+            Ok(found.is_some())
+        }
+        fn scan(&mut self, from: &[u8], to: Option<&[u8]>, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+            for (k, v) in self.0.range(from.to_vec()..) {
+                if to.is_some_and(|t| k.as_slice() >= t) || !visit(k, v) {
+                    break;
+                }
+            }
+            Ok(())
+        }
+        fn settle(&mut self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn values(fill: u8) -> [Vec<u8>; FIELDS] {
+        std::array::from_fn(|i| vec![fill + i as u8; FIELD_BYTES])
+    }
+
+    fn exercise(store: &mut dyn RecordStore) -> Result<()> {
+        let v = values(10);
+        let refs: [&[u8]; FIELDS] = std::array::from_fn(|i| v[i].as_slice());
+        for key in ["user1", "user12", "user2", "user3"] {
+            store.insert(key.as_bytes(), &refs)?;
+        }
+        assert_eq!(store.read(b"user12")?, FIELDS);
+        assert_eq!(store.read(b"user11")?, 0);
+        store.update(b"user12", 3, b"new")?;
+        assert_eq!(store.read(b"user12")?, FIELDS);
+        // "user12" sorts between "user1" and "user2".
+        assert_eq!(store.scan(b"user1", 2)?, (2, 2 * FIELDS));
+        assert_eq!(store.scan(b"user10", 5)?, (3, 3 * FIELDS));
+        assert_eq!(store.scan(b"user4", 5)?, (0, 0));
+        Ok(())
+    }
+
+    #[test]
+    fn a_record_round_trips_through_its_encoding() -> Result<()> {
+        let mut out = Vec::new();
+        encode(&[(b"field0", b"abc"), (b"f", b"")], &mut out);
+        assert_eq!(out.len(), (1 + 6 + 4 + 3) + (1 + 1 + 4));
+        assert_eq!(
+            decode(&out)?,
+            vec![(&b"field0"[..], &b"abc"[..]), (&b"f"[..], &b""[..])]
+        );
+        assert!(decode(out.get(..out.len() - 1).unwrap_or_default()).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn the_record_per_key_model_reads_updates_and_scans_records() -> Result<()> {
+        let mut model = RecordPerKey::new(MapKv::default());
+        exercise(&mut model)?;
+        let mut value = Vec::new();
+        assert!(model.kv.get(b"user12", &mut value)?);
+        let fields = decode(&value)?;
+        assert_eq!(fields.get(3), Some(&(&b"field3"[..], &b"new"[..])));
+        assert_eq!(model.kv.0.len(), 4);
+        Ok(())
+    }
+
+    #[test]
+    fn the_key_per_field_model_reads_updates_and_scans_records() -> Result<()> {
+        let mut model = KeyPerField::new(MapKv::default());
+        exercise(&mut model)?;
+        assert_eq!(model.kv.0.get(&b"user12\0field3"[..]), Some(&b"new".to_vec()));
+        assert_eq!(model.kv.0.len(), 4 * FIELDS);
+        Ok(())
+    }
+
+    #[test]
+    fn the_cellar_row_model_reads_updates_and_scans_records() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        exercise(&mut CellarRow::open(dir.path())?)
+    }
+}
