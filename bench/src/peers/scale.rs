@@ -391,15 +391,23 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<12} {:<10} {:>10} {:>8} {:>7} {:>10} {:>8} {:>7} {:>9}",
-        "phase", "engine", "disk end", "amp end", "files", "disk sett.", "amp sett.", "files", "settle s"
+        "{:<12} {:<10} {:>10} {:>8} {:>9} {:>12} {:>11} {:>13} {:>9}",
+        "phase",
+        "engine",
+        "disk end",
+        "amp end",
+        "files end",
+        "disk settled",
+        "amp settled",
+        "files settled",
+        "settle s"
     );
     for name in PHASES {
         for e in &engines {
             let m = |f: fn(&Phase) -> f64| phase_median(of(e), name, |p| Some(f(p))).unwrap_or(0.0);
             let _ = writeln!(
                 out,
-                "{:<12} {:<10} {:>7.0} MB {:>7.2}x {:>7.0} {:>7.0} MB {:>8.2}x {:>7.0} {:>9.1}",
+                "{:<12} {:<10} {:>7.0} MB {:>7.2}x {:>9.0} {:>9.0} MB {:>10.2}x {:>13.0} {:>9.1}",
                 name,
                 e,
                 m(|p| p.at_end.0 as f64) / 1e6,

@@ -172,6 +172,30 @@ impl PhaseReport {
     }
 }
 
+/// YCSB's key chooser of a workload.
+enum Chooser {
+    /// Spans the records plus twice the inserts expected; a draw beyond the
+    /// newest record is drawn again (`CoreWorkload.nextKeynum`).
+    Zipfian(ScrambledZipfian),
+    /// Counts back from the newest record.
+    Latest(SkewedLatest),
+}
+
+impl Chooser {
+    /// The next record, `last` being the newest.
+    fn next(&mut self, last: i64, rng: &mut Rng) -> i64 {
+        match self {
+            Chooser::Latest(latest) => latest.next(last, rng),
+            Chooser::Zipfian(zipfian) => loop {
+                let n = zipfian.next(rng);
+                if n <= last {
+                    break n;
+                }
+            },
+        }
+    }
+}
+
 /// The client: the store, the record count and the generators' state.
 struct Client<'a> {
     store: &'a mut dyn RecordStore,
@@ -239,8 +263,10 @@ impl Client<'_> {
             .map(|(_, s)| s)
             .sum();
         let expected_new = (operations as f64 * insert_share * 2.0) as i64;
-        let mut zipfian = ScrambledZipfian::new(0, self.records as i64 + expected_new);
-        let mut latest = SkewedLatest::new(self.records as i64 - 1);
+        let mut chooser = match workload.distribution {
+            Distribution::Zipfian => Chooser::Zipfian(ScrambledZipfian::new(0, self.records as i64 + expected_new)),
+            Distribution::Latest => Chooser::Latest(SkewedLatest::new(self.records as i64 - 1)),
+        };
         let scan_length = Uniform::new(1, MAX_SCAN);
         let mut latencies: Vec<(Op, Latencies, u64)> = workload
             .mix
@@ -253,15 +279,7 @@ impl Client<'_> {
         for i in 0..operations {
             let op = choose(workload.mix, super::generator::next_f64(&mut self.rng));
             let last = self.records as i64 - 1;
-            let mut next_record = |rng: &mut Rng| match workload.distribution {
-                Distribution::Latest => latest.next(last, rng),
-                Distribution::Zipfian => loop {
-                    let n = zipfian.next(rng);
-                    if n <= last {
-                        break n;
-                    }
-                },
-            };
+            let mut next_record = |rng: &mut Rng| chooser.next(last, rng);
             let (t, found) = match op {
                 Op::Insert => {
                     let t = Instant::now();
