@@ -97,18 +97,24 @@ pub fn open(engine: &str, dir: &Path, cache: Option<u64>) -> Result<Box<dyn Adap
 /// caches, with `cache` the block cache given to the engines that have one.
 pub fn read_path(engine: &str, cache: Option<u64>) -> String {
     let mib = |bytes: u64| format!("{} MiB", bytes >> 20);
-    let block_cache = |default: u64| match cache {
-        Some(bytes) => format!("a {} block cache (--cache data)", mib(bytes)),
-        None => format!("a {} block cache (its default)", mib(default)),
+    let block_cache = |kind: &str, default: u64| match cache {
+        Some(bytes) => format!(
+            "pread into a {} {kind}block cache (--cache data), OS page cache beneath",
+            mib(bytes)
+        ),
+        None => format!(
+            "pread into a {} {kind}block cache (its default), OS page cache beneath",
+            mib(default)
+        ),
     };
     if engine.starts_with("cellar") {
         "tables mapped into memory (mmap): blocks come from the OS page cache; no block cache in the process".into()
     } else if engine.starts_with("fjall") {
-        format!("pread into {}, OS page cache beneath", block_cache(32 << 20))
+        block_cache("", 32 << 20)
     } else if engine.starts_with("rocksdb") {
-        format!("pread into {} (LRU), OS page cache beneath", block_cache(32 << 20))
+        block_cache("LRU ", 32 << 20)
     } else if engine == "db_bench" {
-        format!("pread into {} (LRU), OS page cache beneath", block_cache(8 << 20))
+        block_cache("LRU ", 8 << 20)
     } else {
         String::new()
     }
