@@ -52,7 +52,7 @@ pub enum Error {
         dir: PathBuf,
     },
     /// A family name that is not `[a-z0-9_]{1,64}`.
-    #[error("invalid family name {0:?}: use 1 to 64 characters of a-z, 0-9 and _")]
+    #[error("invalid family name {0:?}: use 1 to 64 characters of a-z, 0-9 and _ (but not `lost`)")]
     InvalidFamilyName(String),
     /// A family that the store does not have.
     #[error("unknown column family {0:?}")]

@@ -30,6 +30,7 @@
 mod batch;
 mod compaction;
 mod error;
+mod files;
 pub mod key;
 mod log;
 mod manifest;
@@ -54,6 +55,7 @@ pub use options::{
     MAX_VALUE_BYTES,
 };
 pub use read::{Cell, ColumnRange, Row, RowRange, Scan, Snapshot};
+pub use recovery::{LostFile, RepairReport, RepairedFamily, SkippedLog};
 pub use stats::{FamilyStats, Stats, TableInfo};
 pub use store::{CompactionReport, Store};
 pub use trace::{Settled, SourceKind, SourceTrace, Trace};

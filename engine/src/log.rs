@@ -15,8 +15,10 @@
 //! The checksum covers the length bytes and the payload, so a damaged length is
 //! caught too. A crash can leave the last record half written (a *torn tail*):
 //! that write was never acknowledged, so the reader drops it quietly. Damage
-//! before the last record is different: acknowledged writes would be lost, so
-//! the reader reports corruption unless the caller asked to salvage.
+//! anywhere else loses acknowledged writes, so it is reported. The two are told
+//! apart by evidence, never by where a damaged length points: a bad record is a
+//! torn tail only if no checksum-valid frame follows it and the file may end
+//! in one (the newest segment, or a manifest). See [`read_log`].
 //!
 //! A segment is written once, from start to end, and never reopened for
 //! appending: recovery starts a new segment, so a torn tail is never buried
@@ -164,10 +166,7 @@ impl LogWriter {
     }
 
     /// The segment's path.
-    #[allow(
-        dead_code,
-        reason = "part of the writer's specified API; recovery names segments by number today"
-    )]
+    #[cfg(test)]
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
@@ -177,28 +176,15 @@ impl LogWriter {
         self.len
     }
 
-    /// Appends one record; returns the bytes written (header included).
+    /// Appends one record with one `write_all` (or, buffered, keeps it until
+    /// the buffer fills); returns the bytes written, header included. Nothing
+    /// is written if the payload is too large.
     pub(crate) fn append(&mut self, payload: &[u8]) -> Result<u64> {
-        self.append_many(&[payload])
-    }
-
-    /// Appends several records with one write: group commit.
-    ///
-    /// Writers that arrive while another is writing can hand their batches to
-    /// it; one `write_all` (and one later fsync) then serves them all. Returns
-    /// the bytes written, headers included. Nothing is written if any payload
-    /// is too large.
-    pub(crate) fn append_many(&mut self, payloads: &[&[u8]]) -> Result<u64> {
         if self.buffer_limit == 0 {
             self.buf.clear();
         }
         let start = self.buf.len();
-        for payload in payloads {
-            if let Err(e) = encode_record(&mut self.buf, payload) {
-                self.buf.truncate(start);
-                return Err(e);
-            }
-        }
+        encode_record(&mut self.buf, payload)?;
         let written = (self.buf.len() - start) as u64;
         self.len += written;
         if self.buf.len() >= self.buffer_limit {
@@ -220,14 +206,14 @@ impl LogWriter {
         result.map_err(|source| Error::io(&self.path, source))
     }
 
-    /// Forces the records appended so far to stable storage (`fdatasync`),
-    /// handing any buffered ones to the OS first.
     /// A handle on the segment for [`sync_file`]: with it a writer can make
     /// its record durable after letting the next writer append.
     pub(crate) fn sync_handle(&self) -> (Arc<File>, PathBuf) {
         (Arc::clone(&self.file), self.path.clone())
     }
 
+    /// Forces the records appended so far to stable storage (`fdatasync`),
+    /// handing any buffered ones to the OS first.
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.flush_to_os()?;
         fs::sync_data(&self.file, &self.path).map_err(|source| Error::io(&self.path, source))
@@ -239,42 +225,57 @@ pub(crate) fn sync_file(file: &File, path: &Path) -> Result<()> {
     fs::sync_data(file, path).map_err(|source| Error::io(path, source))
 }
 
-/// What the reader does with damage found before the last record.
+/// What a reader does when a record does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TailPolicy {
-    /// Drop a torn last record; any other damage is an [`Error::Corruption`].
-    /// The default: it never silently loses an acknowledged write.
-    TolerateTornTail,
+pub(crate) enum ReadMode {
+    /// Damage is [`Error::Corruption`], except a torn tail when `may_end_torn`
+    /// (the file is the newest segment, or a manifest, so its last write may
+    /// have been cut short). The default: nothing acknowledged is ever
+    /// dropped without an error.
+    Strict {
+        /// Whether the file may end in an interrupted write.
+        may_end_torn: bool,
+    },
     /// Keep every record before the first damage and drop the rest, reporting
-    /// what was dropped. For a user who prefers a store with lost writes to no
-    /// store at all.
-    #[allow(
-        dead_code,
-        reason = "the salvage option of DESIGN.md 4 is not wired into Store::open yet"
-    )]
+    /// it: for a user who prefers a store that lost writes to no store.
     Salvage,
+    /// Skip each damaged range and go on at the next checksum-valid frame:
+    /// everything that can be read, for a repair.
+    Resync,
 }
 
-/// The bytes at the end of a segment that the reader did not return.
+/// Bytes of a file the reader did not return.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DroppedTail {
-    /// Offset of the first record that failed to decode.
+pub(crate) struct Damage {
+    /// Offset of the first byte that did not decode.
     pub(crate) offset: u64,
-    /// How many bytes were dropped, from `offset` to the end of the file.
+    /// How many bytes were skipped from `offset`.
     pub(crate) bytes: u64,
     /// Why the record at `offset` did not decode.
     pub(crate) why: String,
+    /// Whether the evidence says it is a torn tail (the end of an interrupted
+    /// write) rather than damage to acknowledged records.
+    pub(crate) torn: bool,
 }
 
-/// Everything a reader got from a segment.
+/// Everything a reader got from a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LogContents {
     /// Each good record's offset in the file and its payload, in file order.
     pub(crate) records: Vec<(u64, Bytes)>,
-    /// Length of the good prefix: the end of the last good record.
+    /// Length of the good prefix: the end of the last good record before the
+    /// first damage.
     pub(crate) valid_len: u64,
-    /// The bytes after `valid_len`, if any, and why they were dropped.
-    pub(crate) dropped_tail: Option<DroppedTail>,
+    /// The ranges skipped, in file order: none, a torn tail, or (salvaged or
+    /// resynced) the damage.
+    pub(crate) damage: Vec<Damage>,
+}
+
+impl LogContents {
+    /// The torn tail dropped, if the file ended in one.
+    pub(crate) fn torn_tail(&self) -> Option<&Damage> {
+        self.damage.iter().find(|d| d.torn)
+    }
 }
 
 /// Reads a whole segment (or manifest) and decodes its records.
@@ -282,126 +283,138 @@ pub(crate) struct LogContents {
 /// A segment is bounded by the memtable size, so reading it into memory at
 /// once is fine; the returned payloads share that one buffer.
 ///
-/// When a record at offset X fails to decode, the reader decides whether the
-/// damage is a *torn tail* (the end of an interrupted write, dropped under
-/// either policy) or corruption:
-/// - a torn tail: the file ends inside the record (fewer than 8 header bytes,
-///   or a length that runs past the end), the record ends exactly at the end of
-///   the file but its checksum does not match (only part of the last write
-///   reached the disk), or every byte from X to the end is zero (space a file
-///   system allocated but never filled before a power loss);
-/// - corruption: anything else, including a length above [`MAX_RECORD`] (the
-///   writer never writes one, and an interrupted write leaves missing or zero
-///   bytes, not new ones). [`TailPolicy`] says what happens then.
-pub(crate) fn read_log(path: &Path, policy: TailPolicy) -> Result<LogContents> {
+/// When the frame at offset X does not decode (header cut short, length past
+/// the end of the file or above [`MAX_RECORD`], checksum mismatch), the reader
+/// looks for evidence of what happened:
+/// - if a checksum-valid frame starts anywhere after X, records were written
+///   after the damaged one, so it is damage in the middle of the file:
+///   corruption, whatever the length field says;
+/// - otherwise the damage runs to the end of the file. It is a *torn tail*
+///   (an interrupted last write, never acknowledged) if the file may end in
+///   one and the damage is something an interrupted write can leave (missing
+///   bytes, zeros, a checksum that does not match). A length above
+///   [`MAX_RECORD`] is always corruption: the writer never writes one, and an
+///   interrupted write leaves missing or zero bytes, not new ones.
+///
+/// [`ReadMode`] says what happens then. Looking for a valid frame costs a CRC
+/// of the bytes a candidate length claims, at each offset after X where that
+/// length fits in the file; on the torn tail of a crash that is a few
+/// kilobytes, and a file in good order never pays it.
+pub(crate) fn read_log(path: &Path, mode: ReadMode) -> Result<LogContents> {
     let data = std::fs::read(path).map_err(|source| Error::io(path, source))?;
-    decode_log(path, Bytes::from(data), policy)
+    decode_log(path, Bytes::from(data), mode)
 }
 
-/// How the bytes at one offset decode.
-enum Frame {
-    /// A good record.
-    Complete {
-        /// Payload bytes after the header.
-        length: usize,
-    },
-    /// The end of an interrupted write.
-    Torn {
-        /// Which kind of interrupted write it looks like.
-        why: String,
-    },
-    /// Damage that an interrupted write cannot explain.
-    Corrupt {
-        /// What is wrong.
-        what: String,
-    },
+/// Why the frame at the start of some bytes does not decode.
+struct BadFrame {
+    /// What is wrong.
+    what: String,
+    /// Whether an interrupted write could have left it (false: a length
+    /// above [`MAX_RECORD`]).
+    could_be_torn: bool,
 }
 
-/// Decodes the frame at the start of `rest` (the bytes from one offset to the end of the file).
-fn decode_frame(rest: &[u8]) -> Frame {
-    let failure = match check_frame(rest) {
-        Ok(length) => return Frame::Complete { length },
-        Err(failure) => failure,
+/// The payload length of the good frame at the start of `rest` (the bytes
+/// from one offset to the end of the file), or why there is none.
+fn check_frame(rest: &[u8]) -> std::result::Result<usize, BadFrame> {
+    let torn = |what: String| BadFrame {
+        what,
+        could_be_torn: true,
     };
-    // A zero header never decodes (an empty record has a checksum of
-    // 0x60bb2d61), so zero-filled space always lands here.
-    if rest.iter().all(|&byte| byte == 0) {
-        return Frame::Torn {
-            why: format!("{} zero bytes at the end of the file", rest.len()),
-        };
-    }
-    failure
-}
-
-/// The checks of [`decode_frame`] apart from the zero-fill rule: the payload
-/// length of a good record, or the failure.
-fn check_frame(rest: &[u8]) -> std::result::Result<usize, Frame> {
     let Some((header, body)) = rest.split_first_chunk::<HEADER_LEN>() else {
-        return Err(Frame::Torn {
-            why: format!("header cut short: {} of {HEADER_LEN} bytes", rest.len()),
-        });
+        return Err(torn(format!("header cut short: {} of {HEADER_LEN} bytes", rest.len())));
     };
     let [c0, c1, c2, c3, l0, l1, l2, l3] = *header;
     let stored_crc = u32::from_le_bytes([c0, c1, c2, c3]);
     let length_bytes = [l0, l1, l2, l3];
     let length = u32::from_le_bytes(length_bytes) as usize;
     if length > MAX_RECORD {
-        return Err(Frame::Corrupt {
+        return Err(BadFrame {
             what: format!("record length {length} is over the limit of {MAX_RECORD}"),
+            could_be_torn: false,
         });
     }
     let Some(payload) = body.get(..length) else {
-        return Err(Frame::Torn {
-            why: format!(
-                "record of {length} bytes cut short: {} bytes left in the file",
-                body.len()
-            ),
-        });
+        return Err(torn(format!(
+            "record of {length} bytes cut short: {} bytes left in the file",
+            body.len()
+        )));
     };
     if record_crc(length_bytes, payload) != stored_crc {
-        return Err(if payload.len() == body.len() {
-            Frame::Torn {
-                why: "checksum mismatch in the last record of the file".to_string(),
-            }
-        } else {
-            Frame::Corrupt {
-                what: "checksum mismatch".to_string(),
-            }
-        });
+        return Err(torn("checksum mismatch".to_string()));
     }
     Ok(length)
 }
 
+/// The offset of the first checksum-valid frame that starts after `after`.
+fn next_valid_frame(data: &[u8], after: usize) -> Option<usize> {
+    (after + 1..data.len().saturating_sub(HEADER_LEN - 1)).find(|&at| {
+        let rest = data.get(at..).unwrap_or_default();
+        // Most offsets fail on the length alone, before any CRC is computed.
+        let fits = rest
+            .get(4..8)
+            .and_then(|l| l.try_into().ok())
+            .map(u32::from_le_bytes)
+            .is_some_and(|length| length as usize <= rest.len() - HEADER_LEN);
+        fits && check_frame(rest).is_ok()
+    })
+}
+
 /// Decodes the records in `data`, the bytes of the file at `path` (used in errors).
-fn decode_log(path: &Path, data: Bytes, policy: TailPolicy) -> Result<LogContents> {
+fn decode_log(path: &Path, data: Bytes, mode: ReadMode) -> Result<LogContents> {
     let mut records = Vec::new();
+    let mut damage: Vec<Damage> = Vec::new();
     let mut offset = 0usize;
-    let mut dropped_tail = None;
     while let Some(rest) = data.get(offset..).filter(|rest| !rest.is_empty()) {
-        let why = match decode_frame(rest) {
-            Frame::Complete { length } => {
+        let bad = match check_frame(rest) {
+            Ok(length) => {
                 let start = offset + HEADER_LEN;
                 records.push((offset as u64, data.slice(start..start + length)));
                 offset = start + length;
                 continue;
             }
-            Frame::Torn { why } => why,
-            Frame::Corrupt { what } => match policy {
-                TailPolicy::TolerateTornTail => return Err(Error::corruption(path, offset as u64, what)),
-                TailPolicy::Salvage => what,
-            },
+            Err(bad) => bad,
         };
-        dropped_tail = Some(DroppedTail {
+        let next = next_valid_frame(&data, offset);
+        // A resync skips to the next good frame; otherwise reading stops here
+        // and everything to the end of the file is dropped.
+        let end = match (mode, next) {
+            (ReadMode::Resync, Some(at)) => at,
+            _ => data.len(),
+        };
+        let zeros = rest.iter().all(|&byte| byte == 0);
+        let why = if zeros {
+            format!("{} zero bytes at the end of the file", rest.len())
+        } else {
+            bad.what
+        };
+        let torn = next.is_none() && bad.could_be_torn && matches!(mode, ReadMode::Strict { may_end_torn: true });
+        if let ReadMode::Strict { .. } = mode {
+            if !torn {
+                let why = match next {
+                    Some(at) => format!("{why} (a valid record follows at offset {at})"),
+                    None if bad.could_be_torn => format!("{why} (in a file that cannot end in a torn write)"),
+                    None => why,
+                };
+                return Err(Error::corruption(path, offset as u64, why));
+            }
+        }
+        damage.push(Damage {
             offset: offset as u64,
-            bytes: rest.len() as u64,
+            bytes: (end - offset) as u64,
             why,
+            torn,
         });
-        break;
+        match (mode, next) {
+            (ReadMode::Resync, Some(at)) => offset = at,
+            _ => break,
+        }
     }
+    let valid_len = damage.first().map_or(offset as u64, |d| d.offset);
     Ok(LogContents {
         records,
-        valid_len: offset as u64,
-        dropped_tail,
+        valid_len,
+        damage,
     })
 }
 
@@ -483,6 +496,22 @@ mod tests {
         assert_eq!(out, [7]);
     }
 
+    /// The newest segment or a manifest: may end in a torn write.
+    const NEWEST: ReadMode = ReadMode::Strict { may_end_torn: true };
+    /// A segment with a newer one after it: synced when the next one began.
+    const OLDER: ReadMode = ReadMode::Strict { may_end_torn: false };
+
+    /// The `what` of a corruption error, or a panic.
+    fn corruption_at(err: Error, path: &Path) -> (u64, String) {
+        match err {
+            Error::Corruption { file, offset, what } => {
+                assert_eq!(file, path);
+                (offset, what)
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
     #[test]
     fn thousand_records_of_random_sizes_round_trip() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -503,29 +532,26 @@ mod tests {
         assert_eq!(writer.path(), path);
         assert_eq!(writer.len(), end);
 
-        for policy in [TailPolicy::TolerateTornTail, TailPolicy::Salvage] {
-            let contents = read_log(&path, policy).expect("read");
+        for mode in [NEWEST, OLDER, ReadMode::Salvage, ReadMode::Resync] {
+            let contents = read_log(&path, mode).expect("read");
             assert_eq!(contents.records.len(), 1000);
             assert_eq!(payloads_of(&contents), payloads);
             let offsets: Vec<u64> = contents.records.iter().map(|(o, _)| *o).collect();
             assert_eq!(offsets, expected_offsets);
             assert_eq!(contents.valid_len, end);
-            assert_eq!(contents.dropped_tail, None);
+            assert_eq!(contents.damage, []);
         }
         assert_eq!(std::fs::metadata(&path).expect("stat").len(), end);
     }
 
     #[test]
-    fn append_many_writes_every_record_in_one_call() {
+    fn each_append_is_one_frame_at_the_end_of_the_last() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("000002.log");
-        let mut writer = LogWriter::create(&path, 2).expect("create");
-        let written = writer.append_many(&[b"one", b"", b"three"]).expect("append_many");
-        assert_eq!(written, 8 + 3 + 8 + 8 + 5);
-        assert_eq!(writer.len(), 32);
-        let contents = read_log(&path, TailPolicy::TolerateTornTail).expect("read");
+        let path = write_segment(dir.path(), &[b"one".to_vec(), b"".to_vec(), b"three".to_vec()]);
+        let contents = read_log(&path, NEWEST).expect("read");
         let records: Vec<(u64, &[u8])> = contents.records.iter().map(|(o, p)| (*o, p.as_ref())).collect();
         assert_eq!(records, [(0, &b"one"[..]), (11, &b""[..]), (19, &b"three"[..])]);
+        assert_eq!(contents.valid_len, 32);
     }
 
     #[test]
@@ -542,7 +568,7 @@ mod tests {
         assert_eq!(on_disk(&path), 36);
         writer.sync().expect("sync");
         assert_eq!(on_disk(&path), 45);
-        let contents = read_log(&path, TailPolicy::TolerateTornTail).expect("read");
+        let contents = read_log(&path, NEWEST).expect("read");
         assert_eq!(contents.records.len(), 3);
     }
 
@@ -557,17 +583,17 @@ mod tests {
     }
 
     #[test]
-    fn empty_segment_has_no_records_and_no_dropped_tail() {
+    fn empty_segment_has_no_records_and_no_damage() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = write_segment(dir.path(), &[]);
-        let contents = read_log(&path, TailPolicy::TolerateTornTail).expect("read");
+        let contents = read_log(&path, OLDER).expect("read");
         assert_eq!(contents.records, []);
         assert_eq!(contents.valid_len, 0);
-        assert_eq!(contents.dropped_tail, None);
+        assert_eq!(contents.damage, []);
     }
 
     #[test]
-    fn truncation_anywhere_in_the_last_record_gives_the_prefix() {
+    fn truncation_anywhere_in_the_last_record_of_the_newest_file_gives_the_prefix() {
         let dir = tempfile::tempdir().expect("tempdir");
         let payloads = five_payloads();
         let path = write_segment(dir.path(), &payloads);
@@ -576,14 +602,32 @@ mod tests {
         let last = 132;
         for cut in last..full.len() {
             std::fs::write(&path, &full[..cut]).expect("write");
-            for policy in [TailPolicy::TolerateTornTail, TailPolicy::Salvage] {
-                let contents = read_log(&path, policy).expect("a torn tail is never an error");
+            for mode in [NEWEST, ReadMode::Salvage, ReadMode::Resync] {
+                let contents = read_log(&path, mode).expect("a torn tail is never an error");
                 assert_eq!(payloads_of(&contents), payloads[..4], "cut at {cut}");
                 assert_eq!(contents.valid_len, 132);
-                let dropped = contents.dropped_tail.map(|d| (d.offset, d.bytes));
-                let expected = (cut > last).then_some((132, (cut - last) as u64));
+                let dropped: Vec<(u64, u64, bool)> =
+                    contents.damage.iter().map(|d| (d.offset, d.bytes, d.torn)).collect();
+                let expected = if cut > last {
+                    vec![(132, (cut - last) as u64, mode == NEWEST)]
+                } else {
+                    vec![]
+                };
                 assert_eq!(dropped, expected, "cut at {cut}");
             }
+        }
+    }
+
+    #[test]
+    fn in_a_file_that_cannot_end_torn_a_cut_last_record_is_corruption() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = write_segment(dir.path(), &five_payloads());
+        let full = std::fs::read(&path).expect("read");
+        for cut in 133..full.len() {
+            std::fs::write(&path, &full[..cut]).expect("write");
+            let (offset, what) = corruption_at(read_log(&path, OLDER).expect_err("corruption"), &path);
+            assert_eq!(offset, 132, "cut at {cut}");
+            assert!(what.ends_with("(in a file that cannot end in a torn write)"), "{what}");
         }
     }
 
@@ -592,17 +636,19 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = write_segment(dir.path(), &five_payloads());
         flip_byte(&path, 132 + 8 + 3);
-        let contents = read_log(&path, TailPolicy::TolerateTornTail).expect("torn tail");
+        let contents = read_log(&path, NEWEST).expect("torn tail");
         assert_eq!(contents.records.len(), 4);
         assert_eq!(contents.valid_len, 132);
         assert_eq!(
-            contents.dropped_tail,
-            Some(DroppedTail {
+            contents.damage,
+            [Damage {
                 offset: 132,
                 bytes: 58,
-                why: "checksum mismatch in the last record of the file".to_string(),
-            })
+                why: "checksum mismatch".to_string(),
+                torn: true,
+            }]
         );
+        assert_eq!(contents.torn_tail().map(|d| d.offset), Some(132));
     }
 
     #[test]
@@ -610,15 +656,36 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = write_segment(dir.path(), &five_payloads());
         flip_byte(&path, 46 + 8 + 5);
-        let err = read_log(&path, TailPolicy::TolerateTornTail).expect_err("corruption");
-        match err {
-            Error::Corruption { file, offset, what } => {
-                assert_eq!(file, path);
-                assert_eq!(offset, 46);
-                assert_eq!(what, "checksum mismatch");
-            }
-            other => panic!("expected corruption, got {other:?}"),
-        }
+        let (offset, what) = corruption_at(read_log(&path, NEWEST).expect_err("corruption"), &path);
+        assert_eq!(offset, 46);
+        assert_eq!(what, "checksum mismatch (a valid record follows at offset 84)");
+    }
+
+    /// The damage a length-only rule called a torn tail: the length of a
+    /// middle record now runs past the end of the file. The records after it
+    /// are still there, checksums intact, so it is corruption.
+    #[test]
+    fn a_middle_length_running_past_the_end_is_corruption_not_a_torn_tail() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let payloads = five_payloads();
+        let path = write_segment(dir.path(), &payloads);
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes[18 + 4..18 + 8].copy_from_slice(&1000u32.to_le_bytes());
+        std::fs::write(&path, &bytes).expect("write");
+        let (offset, what) = corruption_at(read_log(&path, NEWEST).expect_err("corruption"), &path);
+        assert_eq!(offset, 18);
+        assert_eq!(
+            what,
+            "record of 1000 bytes cut short: 164 bytes left in the file (a valid record follows at offset 46)"
+        );
+        // A repair reads on past the damage.
+        let resynced = read_log(&path, ReadMode::Resync).expect("resync");
+        assert_eq!(payloads_of(&resynced), [&payloads[..1], &payloads[2..]].concat());
+        assert_eq!(
+            resynced.damage.iter().map(|d| (d.offset, d.bytes)).collect::<Vec<_>>(),
+            [(18, 28)]
+        );
+        assert_eq!(resynced.valid_len, 18);
     }
 
     #[test]
@@ -627,21 +694,22 @@ mod tests {
         let payloads = five_payloads();
         let path = write_segment(dir.path(), &payloads);
         flip_byte(&path, 46 + 8 + 5);
-        let contents = read_log(&path, TailPolicy::Salvage).expect("salvage");
+        let contents = read_log(&path, ReadMode::Salvage).expect("salvage");
         assert_eq!(payloads_of(&contents), payloads[..2]);
         assert_eq!(contents.valid_len, 46);
         assert_eq!(
-            contents.dropped_tail,
-            Some(DroppedTail {
+            contents.damage,
+            [Damage {
                 offset: 46,
                 bytes: 144,
                 why: "checksum mismatch".to_string(),
-            })
+                torn: false,
+            }]
         );
     }
 
     #[test]
-    fn zero_filled_space_after_the_records_is_a_torn_tail() {
+    fn zero_filled_space_after_the_records_is_a_torn_tail_only_in_the_newest_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let payloads = five_payloads();
         let path = write_segment(dir.path(), &payloads);
@@ -650,11 +718,14 @@ mod tests {
             bytes.truncate(190);
             bytes.resize(190 + zeros, 0);
             std::fs::write(&path, &bytes).expect("write");
-            let contents = read_log(&path, TailPolicy::TolerateTornTail).expect("torn tail");
+            let contents = read_log(&path, NEWEST).expect("torn tail");
             assert_eq!(payloads_of(&contents), payloads);
             assert_eq!(contents.valid_len, 190);
-            let dropped = contents.dropped_tail.expect("dropped");
+            let dropped = contents.torn_tail().expect("dropped");
             assert_eq!((dropped.offset, dropped.bytes), (190, zeros as u64));
+            assert_eq!(dropped.why, format!("{zeros} zero bytes at the end of the file"));
+            let (offset, _) = corruption_at(read_log(&path, OLDER).expect_err("corruption"), &path);
+            assert_eq!(offset, 190);
         }
     }
 
@@ -665,30 +736,31 @@ mod tests {
         let mut bytes = std::fs::read(&path).expect("read");
         bytes[18..46].fill(0);
         std::fs::write(&path, &bytes).expect("write");
-        let err = read_log(&path, TailPolicy::TolerateTornTail).expect_err("corruption");
-        assert!(matches!(err, Error::Corruption { offset: 18, .. }), "{err:?}");
+        let (offset, _) = corruption_at(read_log(&path, NEWEST).expect_err("corruption"), &path);
+        assert_eq!(offset, 18);
     }
 
     #[test]
-    fn huge_length_field_in_the_middle_is_corruption() {
+    fn huge_length_field_is_corruption_even_at_the_end() {
         let dir = tempfile::tempdir().expect("tempdir");
         let payloads = five_payloads();
         let path = write_segment(dir.path(), &payloads);
-        let mut bytes = std::fs::read(&path).expect("read");
-        bytes[84 + 4..84 + 8].copy_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
-        std::fs::write(&path, &bytes).expect("write");
-        let err = read_log(&path, TailPolicy::TolerateTornTail).expect_err("corruption");
-        match err {
-            Error::Corruption { file, offset, what } => {
-                assert_eq!(file, path);
-                assert_eq!(offset, 84);
-                assert_eq!(what, "record length 4294967295 is over the limit of 268435456");
-            }
-            other => panic!("expected corruption, got {other:?}"),
+        for record in [84, 132] {
+            let mut bytes = std::fs::read(&path).expect("read");
+            bytes[record + 4..record + 8].copy_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
+            let damaged = dir.path().join(format!("{record}.log"));
+            std::fs::write(&damaged, &bytes).expect("write");
+            let (offset, what) = corruption_at(read_log(&damaged, NEWEST).expect_err("corruption"), &damaged);
+            assert_eq!(offset, record as u64);
+            assert!(
+                what.starts_with("record length 4294967295 is over the limit of 268435456"),
+                "{what}"
+            );
+            let salvaged = read_log(&damaged, ReadMode::Salvage).expect("salvage");
+            let kept = if record == 84 { 3 } else { 4 };
+            assert_eq!(payloads_of(&salvaged), payloads[..kept]);
+            assert_eq!(salvaged.valid_len, record as u64);
         }
-        let salvaged = read_log(&path, TailPolicy::Salvage).expect("salvage");
-        assert_eq!(payloads_of(&salvaged), payloads[..3]);
-        assert_eq!(salvaged.valid_len, 84);
     }
 
     proptest! {
@@ -696,12 +768,14 @@ mod tests {
         fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512)) {
             let len = data.len() as u64;
             let data = Bytes::from(data);
-            for policy in [TailPolicy::TolerateTornTail, TailPolicy::Salvage] {
-                if let Ok(contents) = decode_log(Path::new("fuzz.log"), data.clone(), policy) {
-                    let dropped = contents.dropped_tail.as_ref().map_or(0, |d| d.bytes);
-                    prop_assert_eq!(contents.valid_len + dropped, len);
+            for mode in [NEWEST, OLDER, ReadMode::Salvage, ReadMode::Resync] {
+                if let Ok(contents) = decode_log(Path::new("fuzz.log"), data.clone(), mode) {
+                    let skipped: u64 = contents.damage.iter().map(|d| d.bytes).sum();
                     let framed: u64 = contents.records.iter().map(|(_, p)| 8 + p.len() as u64).sum();
-                    prop_assert_eq!(framed, contents.valid_len);
+                    prop_assert_eq!(framed + skipped, len);
+                    if mode != ReadMode::Resync {
+                        prop_assert_eq!(framed, contents.valid_len);
+                    }
                 }
             }
         }
@@ -716,13 +790,12 @@ mod tests {
                 offsets.push(data.len() as u64);
                 encode_record(&mut data, p).expect("encode");
             }
-            let contents = decode_log(Path::new("p.log"), Bytes::from(data), TailPolicy::TolerateTornTail)
-                .expect("decode");
+            let contents = decode_log(Path::new("p.log"), Bytes::from(data), OLDER).expect("decode");
             let decoded: Vec<(u64, Vec<u8>)> =
                 contents.records.iter().map(|(o, p)| (*o, p.to_vec())).collect();
             let expected: Vec<(u64, Vec<u8>)> = offsets.into_iter().zip(payloads).collect();
             prop_assert_eq!(decoded, expected);
-            prop_assert_eq!(contents.dropped_tail, None);
+            prop_assert_eq!(contents.damage, vec![]);
         }
     }
 }

@@ -323,8 +323,11 @@ impl Reader<'_> {
 
 /// Checks a family name: `[a-z0-9_]{1,64}`. A name is never a path, so it cannot
 /// escape the store's folder (`..`, `/` and the empty name are all refused).
+/// `lost` is refused too: it is the store's folder for files that recovery or
+/// repair could not use.
 pub fn validate_family_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
+        && name != "lost"
         && name.len() <= 64
         && name
             .bytes()

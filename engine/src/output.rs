@@ -4,6 +4,11 @@
 //! with the row as the bloom filter key, cuts a new file when the current one
 //! reaches the family's target size, and gathers the manifest's [`TableMeta`]
 //! of each file (key range, sequence and timestamp ranges) as it goes.
+//!
+//! The files are written under their *pending* name (see [`crate::files`]):
+//! a [`PendingTable`] is complete and synced, but no durable manifest record
+//! lists it yet. Once one does, [`PendingTable::publish`] gives it its final
+//! name and opens it for reading.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,20 +16,57 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cellar_sstable::{Table, TableBuilder, TableOptions};
 
 use crate::error::{Error, Result};
+use crate::files::{pending_path, table_path};
 use crate::key;
 use crate::manifest::TableMeta;
 use crate::options::FamilyOptions;
 use crate::version::TableFile;
 
-/// Path of a table file in its family folder.
-pub(crate) fn table_path(family_dir: &Path, file_id: u64) -> PathBuf {
-    family_dir.join(format!("{file_id:06}.sst"))
+/// A finished table file that no durable manifest record lists yet.
+#[derive(Debug)]
+pub(crate) struct PendingTable {
+    /// What the manifest will record of it.
+    pub(crate) meta: TableMeta,
+    /// Its family folder.
+    dir: PathBuf,
+}
+
+impl PendingTable {
+    /// A pending table found on disk (recovery rolls it forward).
+    pub(crate) fn found(meta: TableMeta, dir: &Path) -> PendingTable {
+        PendingTable {
+            meta,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Where it is now.
+    pub(crate) fn path(&self) -> PathBuf {
+        pending_path(&self.dir, self.meta.file_id)
+    }
+
+    /// Gives the file its final name and opens it. Call only once the
+    /// manifest record that lists it is durable: the final name promises
+    /// that. The rename is not fsynced: if a power cut undoes it, the next
+    /// open finds the pending file listed and renames it again.
+    pub(crate) fn publish(self) -> Result<TableFile> {
+        let pending = self.path();
+        let path = table_path(&self.dir, self.meta.file_id);
+        cellar_fs::rename(&pending, &path).map_err(|e| Error::io(&pending, e))?;
+        let table = Table::open(&path)?;
+        Ok(TableFile::new(self.meta, table, path))
+    }
+
+    /// Removes the file (its edit never became durable).
+    pub(crate) fn discard(self) {
+        // A pending file that stays behind is removed by the next open.
+        let _ = cellar_fs::remove(&self.path());
+    }
 }
 
 struct Current {
     builder: TableBuilder,
     meta: TableMeta,
-    path: PathBuf,
 }
 
 /// Table files being written for one run.
@@ -36,7 +78,7 @@ pub(crate) struct TableOutput<'a> {
     split: bool,
     run: u64,
     current: Option<Current>,
-    finished: Vec<TableFile>,
+    finished: Vec<PendingTable>,
 }
 
 impl<'a> TableOutput<'a> {
@@ -70,7 +112,7 @@ impl<'a> TableOutput<'a> {
         let row = key::row_part(entry_key).unwrap_or(entry_key);
         if self.current.is_none() {
             let file_id = self.next_file.fetch_add(1, Ordering::SeqCst);
-            let path = table_path(self.dir, file_id);
+            let path = pending_path(self.dir, file_id);
             let table_options = TableOptions {
                 block_size: self.options.block_size,
                 bloom_bits_per_key: self.options.bloom_bits_per_key,
@@ -83,7 +125,6 @@ impl<'a> TableOutput<'a> {
             let builder = TableBuilder::create(&path, table_options)?;
             self.current = Some(Current {
                 builder,
-                path,
                 meta: TableMeta {
                     file_id,
                     run: self.run,
@@ -127,14 +168,14 @@ impl<'a> TableOutput<'a> {
             let properties = c.builder.finish()?;
             let mut meta = c.meta;
             meta.size = properties.file_size;
-            let table = Table::open(&c.path)?;
-            self.finished.push(TableFile::new(meta, table, c.path));
+            self.finished.push(PendingTable::found(meta, self.dir));
         }
         Ok(())
     }
 
-    /// Finishes the last file; returns every file written (none if no entry came).
-    pub fn finish(mut self) -> Result<Vec<TableFile>> {
+    /// Finishes the last file; returns every file written (none if no entry
+    /// came), each under its pending name.
+    pub fn finish(mut self) -> Result<Vec<PendingTable>> {
         self.finish_current()?;
         Ok(std::mem::take(&mut self.finished))
     }
@@ -142,11 +183,11 @@ impl<'a> TableOutput<'a> {
 
 impl Drop for TableOutput<'_> {
     fn drop(&mut self) {
-        // Reached with files still listed only when writing failed part-way: the
-        // manifest never named them, so they are removed (the builder removes its
-        // temporary file itself).
-        for f in &self.finished {
-            f.mark_obsolete();
+        // Reached with files still here only when writing failed part-way: no
+        // manifest record names them, so they are removed (the builder
+        // removes its temporary file itself).
+        for table in self.finished.drain(..) {
+            table.discard();
         }
     }
 }

@@ -19,7 +19,6 @@ use crate::error::Result;
 use crate::key;
 use crate::merge::MergeIterator;
 use crate::source::{sources, whole_file_cursor, Source};
-use crate::store::{now_ms, Inner};
 use crate::version::{FamilyVersion, Version};
 use crate::visibility::Visibility;
 
@@ -171,7 +170,8 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
-fn family_stats(inner: &Inner, fam: &FamilyVersion) -> Result<FamilyStats> {
+/// One family's statistics, read at `sequence` and clock `now_ms`.
+fn family_stats(fam: &FamilyVersion, sequence: u64, now_ms: u64) -> Result<FamilyStats> {
     let c = &fam.counters;
     let mut s = FamilyStats {
         name: fam.name.clone(),
@@ -192,8 +192,7 @@ fn family_stats(inner: &Inner, fam: &FamilyVersion) -> Result<FamilyStats> {
         ..FamilyStats::default()
     };
     // Stored and live: one pass over every source, counting both.
-    let sequence = inner.visible_seq.load(Ordering::Acquire);
-    let expire_before = fam.options.expire_before(now_ms());
+    let expire_before = fam.options.expire_before(now_ms);
     let mut visibility = Visibility::new(sequence, fam.options.max_versions, expire_before);
     let mut cursors = Vec::new();
     for source in sources(fam) {
@@ -223,15 +222,16 @@ fn family_stats(inner: &Inner, fam: &FamilyVersion) -> Result<FamilyStats> {
     Ok(s)
 }
 
-pub(crate) fn collect(inner: &Inner) -> Result<Stats> {
-    let v = inner.current();
+/// The statistics of every family of `version`, as a reader at `sequence`
+/// and clock `now_ms` sees them, with the store's log bytes.
+pub(crate) fn collect(version: &Version, sequence: u64, now_ms: u64, log_bytes_written: u64) -> Result<Stats> {
     let mut families = Vec::new();
-    for fam in v.families.values() {
-        families.push(family_stats(inner, fam)?);
+    for fam in version.families.values() {
+        families.push(family_stats(fam, sequence, now_ms)?);
     }
     Ok(Stats {
         families,
-        log_bytes_written: inner.log_bytes.load(Ordering::Relaxed),
+        log_bytes_written,
     })
 }
 

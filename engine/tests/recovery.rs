@@ -627,3 +627,161 @@ fn buffered_log_keeps_every_write_across_a_clean_close() -> Result<(), Box<dyn s
     );
     Ok(())
 }
+
+// ------------------------------------------- damage is decided from evidence
+
+/// Every file under `dir` (but `LOCK`), with its bytes: what "nothing was
+/// deleted or changed" is checked against.
+fn snapshot_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).expect("read a folder") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else if path.file_name().is_some_and(|n| n != "LOCK") {
+                let relative = path.strip_prefix(root).expect("under the root").to_path_buf();
+                out.insert(relative, std::fs::read(&path).expect("read a file"));
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Offsets and lengths of the frames (`crc u32 | length u32 | payload`) of a
+/// log segment or manifest.
+fn frames(path: &Path) -> Vec<(u64, u64)> {
+    let bytes = std::fs::read(path).expect("read");
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while at + 8 <= bytes.len() {
+        let length = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes")) as usize;
+        out.push((at as u64, (8 + length) as u64));
+        at += 8 + length;
+    }
+    out
+}
+
+fn manifest_of(dir: &Path) -> PathBuf {
+    let current = std::fs::read_to_string(dir.join("CURRENT")).expect("CURRENT");
+    dir.join(current.trim_end())
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else if entry.file_name() != "LOCK" {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// Item 1 of the durability review: one row per open, three times (each open
+/// flushes the row the previous one logged), then a flush. A middle record of
+/// the manifest whose length field is set to run past the end of the file
+/// used to read as a torn tail: the store opened without the tables that
+/// record and the ones after it listed, and deleted their files. Valid
+/// records after the damaged one prove it is not the end of an interrupted
+/// write: the open must fail, naming the manifest and the record, and leave
+/// every file as it was.
+#[test]
+fn a_middle_manifest_length_running_past_the_end_is_corruption_and_deletes_nothing() -> TestResult {
+    let pristine = tempfile::tempdir()?;
+    let options = || StoreOptions::default().family("f");
+    for i in 0..3 {
+        let store = Store::open(pristine.path(), options())?;
+        store.put_at("f", format!("row{i}"), "c", 1, format!("value{i}"))?;
+    }
+    Store::open(pristine.path(), options())?.flush()?;
+    let manifest = manifest_of(pristine.path());
+    let records = frames(&manifest);
+    let size = std::fs::metadata(&manifest)?.len();
+    assert!(records.len() >= 5, "{} manifest records", records.len());
+    let mut damaged = 0;
+    for &(offset, _) in &records[1..records.len() - 1] {
+        let copy = tempfile::tempdir()?;
+        copy_dir(pristine.path(), copy.path());
+        let path = manifest_of(copy.path());
+        // The length now runs one byte past the end of the file.
+        let past_end = (size - offset - 8 + 1) as u32;
+        let mut bytes = std::fs::read(&path)?;
+        bytes[offset as usize + 4..offset as usize + 8].copy_from_slice(&past_end.to_le_bytes());
+        std::fs::write(&path, &bytes)?;
+        let before = snapshot_files(copy.path());
+        match Store::open(copy.path(), options()) {
+            Err(Error::Corruption { file, offset: at, .. }) => {
+                assert_eq!(file, path, "record at {offset}");
+                assert_eq!(at, offset, "the damaged record's offset");
+            }
+            Err(other) => panic!("record at {offset}: expected corruption, got {other:?}"),
+            Ok(store) => {
+                let rows = store.scan("f", &RowRange::all())?.count();
+                panic!("record at {offset}: the store opened with {rows} of 3 rows");
+            }
+        }
+        assert!(
+            snapshot_files(copy.path()) == before,
+            "record at {offset}: files changed"
+        );
+        damaged += 1;
+    }
+    assert!(damaged >= 3, "{damaged} middle records damaged");
+    Ok(())
+}
+
+/// Item 2 of the durability review: a log segment is synced when the next
+/// one starts, so a record cut short in a segment that has a successor with
+/// records was acknowledged, and losing it is damage, not a torn tail.
+#[test]
+fn a_record_cut_short_in_an_older_log_segment_is_corruption() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let options = || {
+        StoreOptions::default()
+            .sync(SyncPolicy::Always)
+            .family_with("small", FamilyOptions::default().memtable_max_entries(2))
+            .family("big")
+    };
+    {
+        let store = Store::open(dir.path(), options())?;
+        store.put_at("big", "b0", "c", 1, "kept in the log")?;
+        store.put_at("small", "s0", "c", 1, "one")?;
+        // This batch fills `small`: the log moves to a new segment, and `big`
+        // still needs the old one for both of its rows.
+        let mut batch = WriteBatch::new();
+        batch.put_at("big", "b1", "c", 1, "in the last record of the old segment");
+        batch.put_at("small", "s1", "c", 1, "two");
+        store.write(&batch)?;
+        store.put_at("big", "b2", "c", 1, "in the new segment")?;
+        store.wait_for_background_work()?;
+    }
+    let logs: Vec<PathBuf> = log_files(dir.path())
+        .into_iter()
+        .filter(|p| std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false))
+        .collect();
+    assert_eq!(logs.len(), 2, "two segments hold records: {logs:?}");
+    let older = &logs[0];
+    let records = frames(older);
+    let (last, last_len) = *records.last().expect("records");
+    let file = OpenOptions::new().write(true).open(older)?;
+    file.set_len(last + last_len - 3)?;
+    drop(file);
+    let before = snapshot_files(dir.path());
+    match Store::open(dir.path(), options()) {
+        Err(Error::Corruption { file, offset, .. }) => {
+            assert_eq!(&file, older);
+            assert_eq!(offset, last, "the offset of the record cut short");
+        }
+        Err(other) => panic!("expected corruption, got {other:?}"),
+        Ok(store) => panic!(
+            "the store opened; big/b1 reads {:?}",
+            value_of(&store, "big", "b1", "c")?
+        ),
+    }
+    assert!(snapshot_files(dir.path()) == before, "files changed");
+    Ok(())
+}

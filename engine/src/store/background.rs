@@ -1,13 +1,19 @@
-//! The background threads: one flushes, one compacts.
+//! The background threads: one flushes, one compacts, and with
+//! `SyncPolicy::Interval` one syncs the log.
 //!
 //! Each sleeps on the store's condition variable until it is signalled (a
-//! memtable was frozen, a flush finished), then works until there is nothing
-//! left to do. Nothing polls on a timer. A failure stops the store's writes.
+//! memtable was frozen, a flush finished, a write is waiting for its interval
+//! sync), then works until there is nothing left to do. Nothing polls: the
+//! sync thread sleeps until the one moment a sync is due, and only while a
+//! write waits for one. A failure stops the store's writes.
 
 use super::*;
 
 impl Inner {
     pub(super) fn background_loop(&self, job: Job) {
+        if let Job::Sync = job {
+            return self.interval_sync_loop();
+        }
         loop {
             {
                 let mut bg = self.background.lock();
@@ -17,7 +23,7 @@ impl Inner {
                     }
                     let pending = match job {
                         Job::Flush => &mut bg.flush_pending,
-                        Job::Compaction => &mut bg.compaction_pending,
+                        _ => &mut bg.compaction_pending,
                     };
                     if *pending {
                         *pending = false;
@@ -27,7 +33,7 @@ impl Inner {
                 }
                 match job {
                     Job::Flush => bg.flushing = true,
-                    Job::Compaction => bg.compacting = true,
+                    _ => bg.compacting = true,
                 }
             }
             let result = loop {
@@ -36,7 +42,7 @@ impl Inner {
                 }
                 let step = match job {
                     Job::Flush => self.flush_one(),
-                    Job::Compaction => self.compact_minor(),
+                    _ => self.compact_minor(),
                 };
                 match step {
                     Ok(true) => continue,
@@ -55,10 +61,44 @@ impl Inner {
                     bg.flushing = false;
                     bg.compaction_pending = true;
                 }
-                Job::Compaction => bg.compacting = false,
+                _ => bg.compacting = false,
             }
-            drop(bg);
             self.wake.notify_all();
+        }
+    }
+
+    /// `SyncPolicy::Interval(d)`: a write that does not sync the log itself
+    /// (its last sync is younger than `d`) sets the moment one is due; this
+    /// thread sleeps until then and syncs, so an unsynced write waits at most
+    /// `d` even if no other write comes.
+    fn interval_sync_loop(&self) {
+        loop {
+            {
+                let mut bg = self.background.lock();
+                loop {
+                    if bg.shutdown {
+                        return;
+                    }
+                    match bg.sync_at {
+                        None => self.wake.wait(&mut bg),
+                        Some(at) if Instant::now() >= at => {
+                            bg.sync_at = None;
+                            break;
+                        }
+                        Some(at) => {
+                            self.wake.wait_until(&mut bg, at);
+                        }
+                    }
+                }
+            }
+            let mut w = self.writer.lock();
+            if w.unsynced && self.stopped.lock().is_none() {
+                // A failure stops the store (in `sync_log`); the next write
+                // gets the error.
+                let _ = self.sync_log(&mut w);
+            }
+            drop(w);
+            self.hook("background::interval_sync");
         }
     }
 }

@@ -3,10 +3,20 @@
 //! What to merge is decided in [`crate::compaction`]; this module executes it:
 //! a merge of the input runs through the [`Compactor`]'s drop rules, output
 //! cut at the family's target size, one manifest edit that removes the inputs
-//! and adds the outputs, and a new version. Input files are only marked
-//! obsolete: the last version (or snapshot) that lists them deletes them.
+//! and adds the outputs, and a new version (see `install`). Input files are
+//! only marked obsolete: the last version (or snapshot) that lists them
+//! deletes them.
 
 use super::*;
+
+/// How a compaction ended.
+pub(super) enum Compacted {
+    /// Its output replaced its inputs.
+    Installed(CompactionReport),
+    /// The store began to close while it ran: nothing was installed, and its
+    /// output files were removed.
+    Interrupted,
+}
 
 impl Inner {
     /// One automatic (size-tiered) compaction, if some family needs one.
@@ -30,8 +40,11 @@ impl Inner {
                 let bottommost = range.end == runs.len();
                 let inputs: Vec<Arc<TableFile>> =
                     runs.get(range).unwrap_or_default().iter().flatten().cloned().collect();
-                self.run_compaction(fam, inputs, bottommost)?;
-                return Ok(true);
+                // A compaction cut short by close ends the thread's work.
+                return match self.run_compaction(fam, inputs, bottommost)? {
+                    Compacted::Installed(_) => Ok(true),
+                    Compacted::Interrupted => Ok(false),
+                };
             }
         }
         Ok(false)
@@ -43,9 +56,15 @@ impl Inner {
         fam: &FamilyVersion,
         inputs: Vec<Arc<TableFile>>,
         bottommost: bool,
-    ) -> Result<CompactionReport> {
+    ) -> Result<Compacted> {
         // Every reader of the version this compaction installs reads at this
-        // sequence number or a later one (see `Inner::snapshot`).
+        // sequence number or a later one (it only grows, and a snapshot reads
+        // it holding the version lock, after the install; see
+        // `Inner::snapshot`). The drop rule keeps what such a reader may see,
+        // and a bottommost output writes the sequence numbers up to it as 0:
+        // they order nothing for such a reader. A newer one (a write whose
+        // memtable was flushed before it became visible) keeps its number, so
+        // no snapshot sees it early.
         let horizon = self.visible_seq.load(Ordering::Acquire);
         let expire_before = fam.options.expire_before(now_ms());
         let mut cursors = Vec::with_capacity(inputs.len());
@@ -60,10 +79,7 @@ impl Inner {
         let mut zeroed = Vec::new();
         while merge.valid() {
             if compactor.keep(merge.key()) {
-                // Bottommost output is the oldest data of the family, and every
-                // reader of the new version sees all of it: its sequence
-                // numbers order nothing any more, so they are zeroed.
-                let entry_key = if bottommost {
+                let entry_key = if bottommost && key::suffix(merge.key()).is_some_and(|(_, seq, _)| seq <= horizon) {
                     key::zero_sequence_into(merge.key(), &mut zeroed);
                     zeroed.as_slice()
                 } else {
@@ -74,7 +90,8 @@ impl Inner {
             merge.next()?;
             seen += 1;
             if seen.is_multiple_of(4096) && self.shutting_down.load(Ordering::Relaxed) {
-                return Err(Error::InvalidArgument("compaction interrupted by close".into()));
+                // Dropping `out` removes the files written so far.
+                return Ok(Compacted::Interrupted);
             }
         }
         let outputs = out.finish()?;
@@ -87,31 +104,29 @@ impl Inner {
             output_entries: outputs.iter().map(|t| t.meta.entries).sum(),
         };
 
-        let mut install = self.install.lock();
-        let current = self.current();
-        let Some(now) = current.families.get(&fam.id) else {
-            return Ok(report);
-        };
-        let mut edits: Vec<Edit> = inputs
-            .iter()
-            .map(|t| Edit::RemoveTable {
-                family: fam.id,
-                file_id: t.meta.file_id,
-            })
-            .collect();
-        edits.extend(outputs.iter().map(|t| Edit::AddTable {
-            family: fam.id,
-            table: t.meta.clone(),
-        }));
-        edits.push(Edit::NextFileNumber(self.next_file.load(Ordering::SeqCst)));
-        self.commit(&mut install, &edits)?;
         let input_ids: Vec<u64> = inputs.iter().map(|t| t.meta.file_id).collect();
-        let mut f = (**now).clone();
-        f.tables.retain(|t| !input_ids.contains(&t.meta.file_id));
-        f.tables.extend(outputs.into_iter().map(Arc::new));
-        FamilyVersion::order_tables(&mut f.tables);
-        self.set_current(current.with_family(f));
-        drop(install);
+        self.install(|base| {
+            let Some(now) = base.current.families.get(&fam.id) else {
+                return Err(Error::UnknownFamily(fam.name.clone()));
+            };
+            let mut edits: Vec<Edit> = input_ids
+                .iter()
+                .map(|&file_id| Edit::RemoveTable {
+                    family: fam.id,
+                    file_id,
+                })
+                .collect();
+            edits.extend(outputs.iter().map(|t| Edit::AddTable {
+                family: fam.id,
+                table: t.meta.clone(),
+            }));
+            edits.push(Edit::NextFileNumber(self.next_file.load(Ordering::SeqCst)));
+            let mut f = (**now).clone();
+            f.tables.retain(|t| !input_ids.contains(&t.meta.file_id));
+            let version = base.current.with_family(f);
+            let tables = outputs.into_iter().map(|t| (fam.id, t)).collect();
+            Ok((Change { edits, tables, version }, ()))
+        })?;
         // The inputs are deleted when the last version (or snapshot) listing them goes.
         for t in &inputs {
             t.mark_obsolete();
@@ -123,6 +138,6 @@ impl Inner {
         fam.counters
             .compaction_bytes_written
             .fetch_add(report.output_bytes, Ordering::Relaxed);
-        Ok(report)
+        Ok(Compacted::Installed(report))
     }
 }

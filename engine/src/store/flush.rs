@@ -2,14 +2,17 @@
 //!
 //! The flush thread writes the oldest frozen memtable of a family to a new
 //! table file (one run), leaving out the versions no reader can see any more
-//! (a cell overwritten in the same memtable is written once), then installs it: one manifest edit adds the file and
-//! moves the family's oldest needed log segment forward, and a new version
-//! replaces the memtable by the file. Log segments no family needs any more
-//! are deleted.
+//! (a cell overwritten in the same memtable is written once), then installs
+//! it (see `install`): one manifest edit adds the file and moves the family's
+//! oldest needed log segment forward, and a new version replaces the
+//! memtable by the file. Log segments no family needs any more are then
+//! deleted.
 
 use super::*;
 
 impl Inner {
+    /// Freezes the non-empty memtables of `ids` and waits until every frozen
+    /// memtable of those families is in a table file.
     pub(super) fn flush_and_wait(&self, ids: &[u32]) -> Result<()> {
         {
             let mut w = self.writer.lock();
@@ -34,7 +37,7 @@ impl Inner {
             {
                 return Ok(());
             }
-            self.wake.wait_for(&mut bg, Duration::from_millis(50));
+            self.wake.wait(&mut bg);
         }
     }
 
@@ -55,67 +58,78 @@ impl Inner {
         // sequence visible now (see `Inner::snapshot`).
         let horizon = self.visible_seq.load(Ordering::Acquire);
         compaction::flush_memtable(&memtable, &fam.options, horizon, now_ms(), &mut out)?;
-        let files = out.finish()?;
-        let written: u64 = files.iter().map(|f| f.meta.size).sum();
+        let tables = out.finish()?;
+        let written: u64 = tables.iter().map(|t| t.meta.size).sum();
 
-        let mut install = self.install.lock();
-        let current = self.current();
-        let Some(now) = current.families.get(&fam.id) else {
-            return Ok(true);
-        };
-        let frozen: Vec<Arc<Memtable>> = now
-            .frozen
-            .iter()
-            .filter(|m| !Arc::ptr_eq(m, &memtable))
-            .cloned()
-            .collect();
-        let log_number = frozen
-            .iter()
-            .chain(std::iter::once(&now.active))
-            .filter_map(|m| m.first_log())
-            .min()
-            .unwrap_or_else(|| self.writer_log_number_hint());
-        let mut edits: Vec<Edit> = files
-            .iter()
-            .map(|f| Edit::AddTable {
+        self.install(|base| {
+            let mut next = (*base.current).clone();
+            let Some(now) = base.current.families.get(&fam.id) else {
+                return Err(Error::UnknownFamily(fam.name.clone()));
+            };
+            let frozen: Vec<Arc<Memtable>> = now
+                .frozen
+                .iter()
+                .filter(|m| !Arc::ptr_eq(m, &memtable))
+                .cloned()
+                .collect();
+            // The family still needs the oldest segment its other memtables
+            // hold; with none, the newest segment (the log hint, read first).
+            let from_memtables = frozen
+                .iter()
+                .chain(std::iter::once(&now.active))
+                .filter_map(|m| m.first_log())
+                .min();
+            self.hook("flush::memtables_read");
+            let log_number = from_memtables.unwrap_or(base.log_hint);
+            let mut edits: Vec<Edit> = tables
+                .iter()
+                .map(|t| Edit::AddTable {
+                    family: fam.id,
+                    table: t.meta.clone(),
+                })
+                .collect();
+            edits.push(Edit::SetLogNumber {
                 family: fam.id,
-                table: f.meta.clone(),
-            })
-            .collect();
-        edits.push(Edit::SetLogNumber {
-            family: fam.id,
-            log_number,
-        });
-        // A family with nothing in memory holds no log: move its log number up
-        // too, or an idle family pins every segment after its last flush. The
-        // hint is read before the emptiness check, so a write that lands after
-        // the check is in this segment or a newer one.
-        let hint = self.writer_log_number_hint();
-        for (id, other) in &current.families {
-            let stale = install.state.families.get(id).is_some_and(|s| s.log_number < hint);
-            if *id != fam.id && stale && other.frozen.is_empty() && other.active.is_empty() {
-                edits.push(Edit::SetLogNumber {
-                    family: *id,
-                    log_number: hint,
-                });
+                log_number,
+            });
+            // A family with nothing in memory holds no log: move its log
+            // number up too, or an idle family pins every segment after its
+            // last flush.
+            for (id, other) in &base.current.families {
+                let stale = base
+                    .state
+                    .families
+                    .get(id)
+                    .is_some_and(|s| s.log_number < base.log_hint);
+                if *id != fam.id && stale && other.frozen.is_empty() && other.active.is_empty() {
+                    edits.push(Edit::SetLogNumber {
+                        family: *id,
+                        log_number: base.log_hint,
+                    });
+                }
             }
-        }
-        edits.push(Edit::LastSequence(install.state.last_sequence.max(memtable.max_seq())));
-        edits.push(Edit::NextFileNumber(self.next_file.load(Ordering::SeqCst)));
-        self.commit(&mut install, &edits)?;
-        let mut f = (**now).clone();
-        f.frozen = frozen;
-        f.tables.extend(files.into_iter().map(Arc::new));
-        FamilyVersion::order_tables(&mut f.tables);
-        self.set_current(current.with_family(f));
+            edits.push(Edit::LastSequence(base.state.last_sequence.max(memtable.max_seq())));
+            edits.push(Edit::NextFileNumber(self.next_file.load(Ordering::SeqCst)));
+            let mut f = (**now).clone();
+            f.frozen = frozen;
+            next = next.with_family(f);
+            let tables = tables.into_iter().map(|t| (fam.id, t)).collect();
+            Ok((
+                Change {
+                    edits,
+                    tables,
+                    version: next,
+                },
+                (),
+            ))
+        })?;
         fam.counters.flushes.fetch_add(1, Ordering::Relaxed);
         fam.counters.flush_bytes.fetch_add(written, Ordering::Relaxed);
-        let needed = install.state.families.values().map(|f| f.log_number).min().unwrap_or(0);
-        drop(install);
-        // Removing files needs no install lock: the manifest already says
+        // Removing files needs no manifest lock: the manifest already says
         // these segments are not needed.
-        self.delete_logs_before(needed);
-        self.wake.notify_all();
+        if let Some(needed) = self.oldest_log_needed() {
+            self.delete_logs_before(needed);
+        }
         Ok(true)
     }
 
@@ -130,7 +144,8 @@ impl Inner {
         // Unlinked without the lock held, so a log rotation never waits on it.
         for n in obsolete {
             // A segment that cannot be removed is only wasted space; the next
-            // open skips it (it is older than every family's log number).
+            // open skips it (it is older than every family's log number) and
+            // removes it.
             if cellar_fs::remove(&log_path(&self.dir, n)).is_ok() {
                 self.live_logs.lock().remove(&n);
             }

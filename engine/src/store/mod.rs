@@ -1,18 +1,22 @@
 //! The store: a folder of column families behind one write-ahead log.
 //!
 //! Writes go to the log, then to their family's memtable. Reads take a
-//! [`Snapshot`]. Two background threads do the rest: one flushes frozen
-//! memtables to table files, one runs minor compactions. Both sleep on a
-//! condition variable until there is work; nothing polls.
+//! [`Snapshot`]. Background threads do the rest: one flushes frozen memtables
+//! to table files, one runs minor compactions, and with
+//! [`SyncPolicy::Interval`] one syncs the log when a write has waited long
+//! enough. They sleep on a condition variable until there is work; nothing
+//! polls.
 //!
 //! This file holds the public [`Store`] and the shared state; the work is in
-//! `write` (the write path and group commit), `flush`, `compact` (running a
-//! compaction) and `background` (the two threads).
+//! `write` (the write path and group commit), `install` (the one way a new
+//! version is installed), `flush`, `compact` (running a compaction) and
+//! `background` (the threads).
 //!
-//! Lock order (never taken the other way round): `writer`, then `install`,
+//! Lock order (never taken the other way round): `writer`, then `manifest`,
 //! then `version`; `durable` before `appended`, and `writer` before `durable`
-//! (only at a log rotation). Flushes and compactions never take `writer`, so
-//! a long compaction never blocks a write.
+//! (only at a log rotation); `background` last (only to wait or signal).
+//! Flushes and compactions never take `writer`, so a long compaction never
+//! blocks a write.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -20,21 +24,23 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{self, OpRef, WriteBatch};
 use crate::compaction::{self, Compactor};
 use crate::error::{Error, Result};
+use crate::files::log_path;
 use crate::key::{self, Kind};
 use crate::log::LogWriter;
-use crate::manifest::{Edit, Manifest, ManifestState};
+use crate::manifest::{Edit, Manifest};
 use crate::memtable::Memtable;
 use crate::merge::MergeIterator;
 use crate::options::{validate_family_name, FamilyOptions, StoreOptions, SyncPolicy};
 use crate::output::TableOutput;
 use crate::read::{Cell, ColumnRange, Row, RowRange, Scan, Snapshot};
+use crate::recovery::{Recovered, RepairReport};
 use crate::source;
 use crate::trace::Trace;
 use crate::version::{FamilyCounters, FamilyVersion, TableFile, Version};
@@ -42,21 +48,20 @@ use crate::version::{FamilyCounters, FamilyVersion, TableFile, Version};
 mod background;
 mod compact;
 mod flush;
+#[cfg(test)]
+mod hooks;
+mod install;
+#[cfg(test)]
+mod races;
 mod write;
 
-/// The manifest is rewritten as a fresh snapshot once it grows past this.
-const MANIFEST_REWRITE_BYTES: u64 = 4 << 20;
+use install::Change;
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// Path of a log segment.
-pub(crate) fn log_path(dir: &Path, number: u64) -> PathBuf {
-    dir.join(format!("{number:06}.log"))
 }
 
 /// The single writer's state: the log and the sequence counter.
@@ -66,6 +71,9 @@ pub(crate) struct Writer {
     /// The store's clock for default timestamps: never goes backwards.
     pub last_ts: u64,
     pub last_sync: Instant,
+    /// Records appended since the last sync (`SyncPolicy::Interval` syncs them
+    /// within its interval even if no later write comes).
+    unsynced: bool,
     buf: Vec<u8>,
     /// Per operation of the write in progress: family id and timestamp.
     resolved: Vec<(u32, u64)>,
@@ -73,19 +81,18 @@ pub(crate) struct Writer {
     touched: Vec<u32>,
 }
 
-/// The manifest and its replayed state; holding this lock is the right to
-/// install a new version.
-pub(crate) struct Install {
-    pub manifest: Manifest,
-    pub state: ManifestState,
-}
-
+/// What the background threads are asked to do, and are doing. Every change
+/// is made holding the `background` lock and followed by a signal on `wake`,
+/// and every wait checks its condition holding that same lock: so no wake-up
+/// is ever lost, and no wait needs a timeout.
 #[derive(Default)]
 struct Background {
     flush_pending: bool,
     compaction_pending: bool,
     flushing: bool,
     compacting: bool,
+    /// When the interval sync is due (`SyncPolicy::Interval`), if a write waits for one.
+    sync_at: Option<Instant>,
     shutdown: bool,
 }
 
@@ -100,7 +107,9 @@ pub(crate) struct Inner {
     /// The next file number (logs, tables, runs and manifests share it).
     pub next_file: AtomicU64,
     pub writer: Mutex<Writer>,
-    pub install: Mutex<Install>,
+    /// The manifest and the state it records; holding this lock is the right
+    /// to install a new version (see `install`).
+    manifest: Mutex<Manifest>,
     /// Log segments not yet deleted, with their sizes (the current one included).
     pub live_logs: Mutex<BTreeMap<u64, u64>>,
     pub log_bytes: AtomicU64,
@@ -117,6 +126,8 @@ pub(crate) struct Inner {
     shutting_down: AtomicBool,
     stopped: Mutex<Option<String>>,
     compaction_locks: Mutex<HashMap<u32, Arc<Mutex<()>>>>,
+    #[cfg(test)]
+    hooks: hooks::Hooks,
 }
 
 /// What a compaction read, wrote and dropped.
@@ -162,19 +173,34 @@ impl Store {
     /// Opening replays the manifest, then every log segment still needed, and
     /// flushes what the log held, so the store starts with empty memtables.
     pub fn open(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
-        let inner = Arc::new(crate::recovery::open(dir.as_ref(), options)?);
+        let dir = dir.as_ref();
+        let recovered = crate::recovery::open(dir, &options)?;
+        let inner = Arc::new(Inner::new(dir.to_path_buf(), options, recovered));
+        let mut jobs = vec![Job::Flush, Job::Compaction];
+        if matches!(inner.options.sync, SyncPolicy::Interval(_)) {
+            jobs.push(Job::Sync);
+        }
         let mut threads = Vec::new();
-        for job in [Job::Flush, Job::Compaction] {
+        for job in jobs {
             let inner = inner.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("cellar-{job:?}").to_lowercase())
                 .spawn(move || inner.background_loop(job))
-                .map_err(|e| Error::io(dir.as_ref(), e))?;
+                .map_err(|e| Error::io(dir, e))?;
             threads.push(handle);
         }
         let store = Store { inner, threads };
         store.inner.signal(Job::Compaction);
         Ok(store)
+    }
+
+    /// Rebuilds a damaged store's manifest from what its files still hold
+    /// (LevelDB's `RepairDB`): every table file that reads back whole, then
+    /// every log record that still decodes. What cannot be read is moved to
+    /// the store's `lost/` folder, never deleted. The store must not be open.
+    /// The report says what was recovered and what was not.
+    pub fn repair(dir: impl AsRef<Path>) -> Result<RepairReport> {
+        crate::recovery::repair(dir.as_ref())
     }
 
     /// The store's folder.
@@ -200,41 +226,41 @@ impl Store {
     pub fn create_family(&self, name: &str, options: FamilyOptions) -> Result<()> {
         validate_family_name(name)?;
         options.validate()?;
+        // The writer lock keeps the log where it is while the family's log
+        // number is chosen: the family needs no segment older than the one
+        // being written.
         let _writer = self.inner.writer.lock();
-        let mut install = self.inner.install.lock();
-        if self.inner.current().family(name).is_some() {
-            return Err(Error::FamilyExists(name.to_string()));
-        }
-        let id = install.state.families.keys().max().map_or(1, |m| m + 1);
-        let family_dir = self.inner.dir.join(name);
-        cellar_fs::create_dir_all(&family_dir).map_err(|e| Error::io(&family_dir, e))?;
-        crate::log::sync_dir(&self.inner.dir)?;
-        let current_log = self.inner.writer_log_number_hint();
-        let edits = vec![
-            Edit::AddFamily {
+        self.inner.install(|base| {
+            if base.current.family(name).is_some() {
+                return Err(Error::FamilyExists(name.to_string()));
+            }
+            let id = base.state.families.keys().max().map_or(1, |m| m + 1);
+            let family_dir = self.inner.dir.join(name);
+            cellar_fs::create_dir_all(&family_dir).map_err(|e| Error::io(&family_dir, e))?;
+            crate::log::sync_dir(&self.inner.dir)?;
+            let edits = vec![
+                Edit::AddFamily {
+                    id,
+                    name: name.to_string(),
+                    options: options.encode(),
+                },
+                Edit::SetLogNumber {
+                    family: id,
+                    log_number: base.log_hint,
+                },
+            ];
+            let family = FamilyVersion {
                 id,
                 name: name.to_string(),
-                options: options.encode(),
-            },
-            Edit::SetLogNumber {
-                family: id,
-                log_number: current_log,
-            },
-        ];
-        self.inner.commit(&mut install, &edits)?;
-        let family = FamilyVersion {
-            id,
-            name: name.to_string(),
-            options: Arc::new(options),
-            dir: family_dir,
-            active: Arc::new(Memtable::new()),
-            frozen: Vec::new(),
-            tables: Vec::new(),
-            counters: Arc::new(FamilyCounters::default()),
-        };
-        let next = self.inner.current().with_family(family);
-        self.inner.set_current(next);
-        Ok(())
+                options: Arc::new(options),
+                dir: family_dir,
+                active: Arc::new(Memtable::new()),
+                frozen: Vec::new(),
+                tables: Vec::new(),
+                counters: Arc::new(FamilyCounters::default()),
+            };
+            Ok((Change::new(edits, base.current.with_family(family)), ()))
+        })
     }
 
     /// Puts `value` in a cell, timestamped now.
@@ -414,7 +440,12 @@ impl Store {
         if fam.tables.is_empty() {
             return Ok(CompactionReport::default());
         }
-        self.inner.run_compaction(fam, fam.tables.clone(), true)
+        match self.inner.run_compaction(fam, fam.tables.clone(), true)? {
+            compact::Compacted::Installed(report) => Ok(report),
+            // Close runs only once no call holds the store, so no caller is
+            // here to see this; said plainly all the same.
+            compact::Compacted::Interrupted => Err(Error::WritesStopped("the store is closing".into())),
+        }
     }
 
     /// Waits until no memtable waits for flush and no minor compaction has work.
@@ -427,14 +458,20 @@ impl Store {
             if !frozen && !bg.flush_pending && !bg.flushing && !bg.compaction_pending && !bg.compacting {
                 return Ok(());
             }
-            self.inner.wake.wait_for(&mut bg, Duration::from_millis(50));
+            self.inner.wake.wait(&mut bg);
         }
     }
 
     /// Statistics of the store and each family. Counting live entries reads
     /// every family in full, so this costs a scan.
     pub fn stats(&self) -> Result<crate::stats::Stats> {
-        crate::stats::collect(&self.inner)
+        let snapshot = self.inner.snapshot();
+        crate::stats::collect(
+            &snapshot.version,
+            snapshot.sequence,
+            snapshot.now_ms,
+            self.inner.log_bytes.load(Ordering::Relaxed),
+        )
     }
 
     /// Every table file: its family and what the manifest and the file say of it.
@@ -461,8 +498,8 @@ impl Drop for Store {
         {
             let mut bg = self.inner.background.lock();
             bg.shutdown = true;
+            self.inner.wake.notify_all();
         }
-        self.inner.wake.notify_all();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -477,20 +514,20 @@ impl Drop for Store {
 pub(crate) enum Job {
     Flush,
     Compaction,
+    /// The interval sync of `SyncPolicy::Interval`.
+    Sync,
 }
 
 impl Inner {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        dir: PathBuf,
-        options: StoreOptions,
-        lock: File,
-        version: Version,
-        last_seq: u64,
-        next_file: u64,
-        log: LogWriter,
-        install: Install,
-    ) -> Inner {
+    pub(crate) fn new(dir: PathBuf, options: StoreOptions, recovered: Recovered) -> Inner {
+        let Recovered {
+            lock,
+            manifest,
+            version,
+            last_seq,
+            next_file,
+            log,
+        } = recovered;
         let log_number = log.number();
         Inner {
             dir,
@@ -504,11 +541,12 @@ impl Inner {
                 last_seq,
                 last_ts: 0,
                 last_sync: Instant::now(),
+                unsynced: false,
                 buf: Vec::new(),
                 resolved: Vec::new(),
                 touched: Vec::new(),
             }),
-            install: Mutex::new(install),
+            manifest: Mutex::new(manifest),
             live_logs: Mutex::new(BTreeMap::from([(log_number, 0)])),
             log_bytes: AtomicU64::new(0),
             durable: Mutex::new((log_number, 0)),
@@ -518,6 +556,8 @@ impl Inner {
             shutting_down: AtomicBool::new(false),
             stopped: Mutex::new(None),
             compaction_locks: Mutex::new(HashMap::new()),
+            #[cfg(test)]
+            hooks: hooks::Hooks::default(),
         }
     }
 
@@ -542,11 +582,12 @@ impl Inner {
         // between: every write up to the sequence is in a memtable or file this
         // version lists, and a reader of a version installed by a flush or a
         // compaction reads at a sequence at least that work's horizon (the
-        // sequence visible when it began), which the drop rule relies on.
-        let current = self.version.read();
+        // sequence visible when it began), which the drop rule and the
+        // sequence zeroing of a bottommost compaction rely on.
+        let version = self.version.read();
         let sequence = self.visible_seq.load(Ordering::Acquire);
         Snapshot {
-            version: current.clone(),
+            version: version.clone(),
             sequence,
             now_ms: now_ms(),
         }
@@ -565,6 +606,14 @@ impl Inner {
             *stopped = Some(error.to_string());
         }
         drop(stopped);
+        self.notify_waiters();
+    }
+
+    /// Wakes every thread waiting on `wake`. Signalled holding the lock the
+    /// waiters check their condition under, so a waiter either saw the change
+    /// or is already asleep when the signal comes: no wake-up is lost.
+    fn notify_waiters(&self) {
+        let _bg = self.background.lock();
         self.wake.notify_all();
     }
 
@@ -573,29 +622,29 @@ impl Inner {
         match job {
             Job::Flush => bg.flush_pending = true,
             Job::Compaction => bg.compaction_pending = true,
+            Job::Sync => {}
         }
-        drop(bg);
         self.wake.notify_all();
     }
 
+    /// A point where a test may run code (see `hooks`); nothing outside tests.
+    #[cfg(test)]
+    fn hook(&self, name: &'static str) {
+        self.hooks.run(name);
+    }
+
+    /// A point where a test may run code (see `hooks`); nothing outside tests.
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn hook(&self, _name: &'static str) {}
+
+    /// The newest log segment: where the writer appends now, or (during a
+    /// rotation) is about to.
     fn writer_log_number_hint(&self) -> u64 {
         self.live_logs.lock().keys().next_back().copied().unwrap_or(0)
     }
 
     fn compaction_lock(&self, family: u32) -> Arc<Mutex<()>> {
         self.compaction_locks.lock().entry(family).or_default().clone()
-    }
-
-    /// Makes an edit group durable in the manifest and applies it to the state.
-    pub(crate) fn commit(&self, install: &mut Install, edits: &[Edit]) -> Result<()> {
-        install.state.apply_all(edits)?;
-        install.manifest.append(edits)?;
-        if install.manifest.size() > MANIFEST_REWRITE_BYTES {
-            let number = self.next_file.fetch_add(1, Ordering::SeqCst);
-            let mut state = install.state.clone();
-            state.next_file_number = self.next_file.load(Ordering::SeqCst);
-            install.manifest.rewrite(number, &state)?;
-        }
-        Ok(())
     }
 }

@@ -14,13 +14,18 @@ impl Inner {
     /// write stall that keeps memory bounded when writes outrun the disk.
     pub(super) fn stall(&self) -> Result<()> {
         let max = self.options.max_immutable_memtables.max(1);
+        let room = || self.current().families.values().all(|f| f.frozen.len() < max);
+        if room() {
+            return Ok(());
+        }
+        // Checked again holding the lock a finished flush signals under.
+        let mut bg = self.background.lock();
         loop {
-            if self.current().families.values().all(|f| f.frozen.len() < max) {
+            self.check_stopped()?;
+            if room() {
                 return Ok(());
             }
-            self.check_stopped()?;
-            let mut bg = self.background.lock();
-            self.wake.wait_for(&mut bg, Duration::from_millis(20));
+            self.wake.wait(&mut bg);
         }
     }
 
@@ -59,17 +64,19 @@ impl Inner {
             }
         };
         // With `Always`, the fsync happens after the write lock is released
-        // (group commit, below); `Interval` syncs here when it is due.
+        // (group commit, below); `Interval` syncs here when it is due, or
+        // asks the sync thread to, so a write that no other follows is synced
+        // within the interval too.
         let group_sync = self.options.sync == SyncPolicy::Always;
-        if matches!(self.options.sync, SyncPolicy::Interval(every) if w.last_sync.elapsed() >= every) {
-            if let Err(e) = w.log.sync() {
-                // After a failed fsync the kernel may have dropped the dirty
-                // pages: nothing written since the last good sync is safe, and
-                // retrying cannot tell. Refuse writes until the store is reopened.
-                self.stop(&e);
-                return Err(e);
+        if let SyncPolicy::Interval(every) = self.options.sync {
+            if w.last_sync.elapsed() >= every {
+                self.sync_log(w)?;
+            } else if !w.unsynced {
+                w.unsynced = true;
+                let mut bg = self.background.lock();
+                bg.sync_at = Some(w.last_sync + every);
+                self.wake.notify_all();
             }
-            w.last_sync = Instant::now();
         }
         let position = (w.log.number(), w.log.len());
         *self.appended.lock() = position;
@@ -121,6 +128,7 @@ impl Inner {
         drop(guard);
         if let Some((file, path)) = sync_handle {
             self.make_durable(position, &file, &path)?;
+            self.hook("write::durable");
             // Every write up to `last_seq` is in the memtables (they were
             // inserted under the write lock) and, now, on stable storage.
             self.visible_seq.fetch_max(last_seq, Ordering::Release);
@@ -167,14 +175,15 @@ impl Inner {
         // here may be flushed to a table file (durable) while another family
         // still needs this segment to replay its part of the same batches. An
         // unsynced segment would then let a power loss keep half of a batch.
-        if let Err(e) = w.log.sync() {
-            self.stop(&e);
-            return Err(e);
-        }
+        self.sync_log(w)?;
         {
             let mut durable = self.durable.lock();
             *durable = (*durable).max((w.log.number(), w.log.len()));
         }
+        // Every write appended so far is in a memtable (inserted under the
+        // write lock) and, now, durable: visible, before any of them can reach
+        // a table file through the memtables frozen below.
+        self.visible_seq.fetch_max(w.last_seq, Ordering::Release);
         *self.appended.lock() = (number, 0);
         let old = std::mem::replace(&mut w.log, new_log);
         let mut freeze: Vec<u32> = families.to_vec();
@@ -196,23 +205,38 @@ impl Inner {
                 }
             }
         }
-        let _install = self.install.lock();
-        let mut next = (*self.current()).clone();
-        for id in freeze {
-            let Some(fam) = next.families.get(&id) else {
-                continue;
-            };
-            if fam.active.is_empty() {
-                continue;
+        self.hook("rotate::new_segment_live");
+        self.install(|base| {
+            let mut next = (*base.current).clone();
+            for id in freeze {
+                let Some(fam) = next.families.get(&id) else {
+                    continue;
+                };
+                if fam.active.is_empty() {
+                    continue;
+                }
+                let mut f = (**fam).clone();
+                f.frozen.insert(0, f.active.clone());
+                f.active = Arc::new(Memtable::new());
+                next.families.insert(id, Arc::new(f));
             }
-            let mut f = (**fam).clone();
-            f.frozen.insert(0, f.active.clone());
-            f.active = Arc::new(Memtable::new());
-            next.families.insert(id, Arc::new(f));
-        }
-        self.set_current(next);
-        drop(_install);
+            Ok((Change::new(Vec::new(), next), ()))
+        })?;
         self.signal(Job::Flush);
+        Ok(())
+    }
+
+    /// Syncs the log (handing buffered records to the OS first). A failed
+    /// fsync stops the store: the kernel may have dropped the dirty pages, so
+    /// nothing written since the last good sync is known to be safe, and
+    /// retrying cannot tell. Writes are refused until the store is reopened.
+    pub(super) fn sync_log(&self, w: &mut Writer) -> Result<()> {
+        if let Err(e) = w.log.sync() {
+            self.stop(&e);
+            return Err(e);
+        }
+        w.last_sync = Instant::now();
+        w.unsynced = false;
         Ok(())
     }
 }

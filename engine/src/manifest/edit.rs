@@ -1,0 +1,427 @@
+//! The edit codec: how an edit group is laid out in a manifest record.
+//!
+//! An [`Edit`] is one change to the store's file set or counters; a group of
+//! edits is one record of the manifest, encoded as a version byte and then
+//! each edit as a tag byte and its fields (FORMAT-log-manifest.md has the
+//! byte diagrams). Decoding checks every length and never panics, whatever
+//! the bytes: a record that does not decode is corruption of the manifest.
+
+use std::path::Path;
+
+use crate::error::Error;
+
+/// The version byte that starts every encoded edit group.
+///
+/// A cellar that finds a larger version refuses to open the store rather than
+/// misread it ([`Error::UnsupportedVersion`]).
+pub(crate) const EDIT_FORMAT_VERSION: u8 = 1;
+
+/// The tag byte that starts each encoded [`Edit`]. Never reuse a number.
+mod tag {
+    /// [`super::Edit::AddFamily`].
+    pub(super) const ADD_FAMILY: u8 = 1;
+    /// [`super::Edit::SetFamilyOptions`].
+    pub(super) const SET_FAMILY_OPTIONS: u8 = 2;
+    /// [`super::Edit::AddTable`].
+    pub(super) const ADD_TABLE: u8 = 3;
+    /// [`super::Edit::RemoveTable`].
+    pub(super) const REMOVE_TABLE: u8 = 4;
+    /// [`super::Edit::SetLogNumber`].
+    pub(super) const SET_LOG_NUMBER: u8 = 5;
+    /// [`super::Edit::LastSequence`].
+    pub(super) const LAST_SEQUENCE: u8 = 6;
+    /// [`super::Edit::NextFileNumber`].
+    pub(super) const NEXT_FILE_NUMBER: u8 = 7;
+}
+
+/// One change to the store's file set or counters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Edit {
+    /// A new column family. `options` are opaque bytes encoded by the engine.
+    AddFamily {
+        /// The family's id, used by every other edit.
+        id: u32,
+        /// The family's name.
+        name: String,
+        /// The family's options, encoded by the engine.
+        options: Vec<u8>,
+    },
+    /// New options for an existing family.
+    SetFamilyOptions {
+        /// The family.
+        id: u32,
+        /// The options, encoded by the engine.
+        options: Vec<u8>,
+    },
+    /// A table file now belongs to a family.
+    AddTable {
+        /// The family.
+        family: u32,
+        /// The table.
+        table: TableMeta,
+    },
+    /// A table file no longer belongs to a family (it was compacted away).
+    RemoveTable {
+        /// The family.
+        family: u32,
+        /// The table's file number.
+        file_id: u64,
+    },
+    /// The oldest log segment this family still needs: older segments hold
+    /// only writes the family has already flushed.
+    SetLogNumber {
+        /// The family.
+        family: u32,
+        /// The file number of that segment.
+        log_number: u64,
+    },
+    /// The largest sequence number that may appear in a table file.
+    LastSequence(u64),
+    /// The next unused file number (logs, tables and manifests share one
+    /// number space, so a number names one file for the life of the store).
+    NextFileNumber(u64),
+}
+
+/// What the manifest knows about one table file, enough to plan reads and
+/// compactions without opening it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableMeta {
+    /// The file number.
+    pub(crate) file_id: u64,
+    /// The sorted run the file belongs to.
+    pub(crate) run: u64,
+    /// File size in bytes.
+    pub(crate) size: u64,
+    /// Entries stored, tombstones included.
+    pub(crate) entries: u64,
+    /// Tombstones stored.
+    pub(crate) tombstones: u64,
+    /// The smallest internal key in the file.
+    pub(crate) first_key: Vec<u8>,
+    /// The largest internal key in the file.
+    pub(crate) last_key: Vec<u8>,
+    /// Smallest sequence number in the file.
+    pub(crate) min_seq: u64,
+    /// Largest sequence number in the file.
+    pub(crate) max_seq: u64,
+    /// Smallest cell timestamp in the file.
+    pub(crate) min_ts: u64,
+    /// Largest cell timestamp in the file.
+    pub(crate) max_ts: u64,
+}
+
+/// Encodes an edit group: the version byte, then each edit as a tag byte and
+/// its fields. Integers are fixed-width little-endian; byte strings and names
+/// are a u32 length then the bytes. (FORMAT-log-manifest.md has the diagrams.)
+pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
+    let mut out = vec![EDIT_FORMAT_VERSION];
+    for edit in edits {
+        match edit {
+            Edit::AddFamily { id, name, options } => {
+                out.push(tag::ADD_FAMILY);
+                put_u32(&mut out, *id);
+                put_bytes(&mut out, name.as_bytes());
+                put_bytes(&mut out, options);
+            }
+            Edit::SetFamilyOptions { id, options } => {
+                out.push(tag::SET_FAMILY_OPTIONS);
+                put_u32(&mut out, *id);
+                put_bytes(&mut out, options);
+            }
+            Edit::AddTable { family, table } => {
+                out.push(tag::ADD_TABLE);
+                put_u32(&mut out, *family);
+                for value in [table.file_id, table.run, table.size, table.entries, table.tombstones] {
+                    put_u64(&mut out, value);
+                }
+                put_bytes(&mut out, &table.first_key);
+                put_bytes(&mut out, &table.last_key);
+                for value in [table.min_seq, table.max_seq, table.min_ts, table.max_ts] {
+                    put_u64(&mut out, value);
+                }
+            }
+            Edit::RemoveTable { family, file_id } => {
+                out.push(tag::REMOVE_TABLE);
+                put_u32(&mut out, *family);
+                put_u64(&mut out, *file_id);
+            }
+            Edit::SetLogNumber { family, log_number } => {
+                out.push(tag::SET_LOG_NUMBER);
+                put_u32(&mut out, *family);
+                put_u64(&mut out, *log_number);
+            }
+            Edit::LastSequence(sequence) => {
+                out.push(tag::LAST_SEQUENCE);
+                put_u64(&mut out, *sequence);
+            }
+            Edit::NextFileNumber(number) => {
+                out.push(tag::NEXT_FILE_NUMBER);
+                put_u64(&mut out, *number);
+            }
+        }
+    }
+    out
+}
+
+/// Appends `value` as 4 little-endian bytes.
+fn put_u32(out: &mut Vec<u8>, value: u32) {
+    out.extend_from_slice(&value.to_le_bytes());
+}
+
+/// Appends `value` as 8 little-endian bytes.
+fn put_u64(out: &mut Vec<u8>, value: u64) {
+    out.extend_from_slice(&value.to_le_bytes());
+}
+
+/// A u32 length, then the bytes. (A string over 4 GiB cannot reach the disk:
+/// the whole group must fit in one record of at most [`crate::log::MAX_RECORD`].)
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_u32(out, bytes.len() as u32);
+    out.extend_from_slice(bytes);
+}
+
+/// Why an edit group did not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DecodeError {
+    /// The group was written by a newer cellar (this version byte).
+    Version(u8),
+    /// The bytes are not a valid edit group.
+    Malformed(String),
+}
+
+impl DecodeError {
+    /// The engine error for this failure in the record at `offset` of `file`.
+    pub(crate) fn into_error(self, file: &Path, offset: u64) -> Error {
+        match self {
+            DecodeError::Version(found) => Error::UnsupportedVersion {
+                file: file.to_path_buf(),
+                found: u32::from(found),
+                supported: u32::from(EDIT_FORMAT_VERSION),
+            },
+            DecodeError::Malformed(what) => Error::corruption(file, offset, what),
+        }
+    }
+}
+
+/// Decodes an edit group written by [`encode_edits`]. Never panics, whatever the bytes.
+pub(crate) fn decode_edits(payload: &[u8]) -> std::result::Result<Vec<Edit>, DecodeError> {
+    let mut reader = Reader { rest: payload };
+    let version = reader.u8("the version byte")?;
+    if version != EDIT_FORMAT_VERSION {
+        return Err(DecodeError::Version(version));
+    }
+    let mut edits = Vec::new();
+    while !reader.rest.is_empty() {
+        let edit = match reader.u8("an edit tag")? {
+            tag::ADD_FAMILY => Edit::AddFamily {
+                id: reader.u32("a family id")?,
+                name: reader.string("a family name")?,
+                options: reader.bytes("family options")?,
+            },
+            tag::SET_FAMILY_OPTIONS => Edit::SetFamilyOptions {
+                id: reader.u32("a family id")?,
+                options: reader.bytes("family options")?,
+            },
+            tag::ADD_TABLE => Edit::AddTable {
+                family: reader.u32("a family id")?,
+                table: TableMeta {
+                    file_id: reader.u64("a table file id")?,
+                    run: reader.u64("a table run")?,
+                    size: reader.u64("a table size")?,
+                    entries: reader.u64("a table entry count")?,
+                    tombstones: reader.u64("a table tombstone count")?,
+                    first_key: reader.bytes("a table first key")?,
+                    last_key: reader.bytes("a table last key")?,
+                    min_seq: reader.u64("a table min sequence")?,
+                    max_seq: reader.u64("a table max sequence")?,
+                    min_ts: reader.u64("a table min timestamp")?,
+                    max_ts: reader.u64("a table max timestamp")?,
+                },
+            },
+            tag::REMOVE_TABLE => Edit::RemoveTable {
+                family: reader.u32("a family id")?,
+                file_id: reader.u64("a table file id")?,
+            },
+            tag::SET_LOG_NUMBER => Edit::SetLogNumber {
+                family: reader.u32("a family id")?,
+                log_number: reader.u64("a log number")?,
+            },
+            tag::LAST_SEQUENCE => Edit::LastSequence(reader.u64("a sequence number")?),
+            tag::NEXT_FILE_NUMBER => Edit::NextFileNumber(reader.u64("a file number")?),
+            unknown => {
+                return Err(DecodeError::Malformed(format!("unknown edit tag {unknown}")));
+            }
+        };
+        edits.push(edit);
+    }
+    Ok(edits)
+}
+
+/// Reads fields from the front of an encoded edit group, checking every length.
+struct Reader<'a> {
+    /// The bytes not read yet.
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    /// The next `N` bytes; `what` names the field for the error.
+    fn array<const N: usize>(&mut self, what: &str) -> std::result::Result<[u8; N], DecodeError> {
+        let (head, tail) = self.rest.split_first_chunk::<N>().ok_or_else(|| cut_short(what))?;
+        self.rest = tail;
+        Ok(*head)
+    }
+
+    /// One byte.
+    fn u8(&mut self, what: &str) -> std::result::Result<u8, DecodeError> {
+        let [byte] = self.array::<1>(what)?;
+        Ok(byte)
+    }
+
+    /// A little-endian u32.
+    fn u32(&mut self, what: &str) -> std::result::Result<u32, DecodeError> {
+        self.array(what).map(u32::from_le_bytes)
+    }
+
+    /// A little-endian u64.
+    fn u64(&mut self, what: &str) -> std::result::Result<u64, DecodeError> {
+        self.array(what).map(u64::from_le_bytes)
+    }
+
+    /// A u32 length, then that many bytes.
+    fn bytes(&mut self, what: &str) -> std::result::Result<Vec<u8>, DecodeError> {
+        let len = self.u32(what)? as usize;
+        let (head, tail) = self.rest.split_at_checked(len).ok_or_else(|| cut_short(what))?;
+        self.rest = tail;
+        Ok(head.to_vec())
+    }
+
+    /// Like [`Reader::bytes`], and the bytes must be UTF-8.
+    fn string(&mut self, what: &str) -> std::result::Result<String, DecodeError> {
+        String::from_utf8(self.bytes(what)?).map_err(|_| DecodeError::Malformed(format!("{what} is not UTF-8")))
+    }
+}
+
+/// The error for a group that ends in the middle of a field.
+fn cut_short(what: &str) -> DecodeError {
+    DecodeError::Malformed(format!("edit group ends inside {what}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn edit_encoding_is_version_then_tagged_little_endian_fields() {
+        let edits = [
+            Edit::LastSequence(5),
+            Edit::AddFamily {
+                id: 2,
+                name: "ab".to_string(),
+                options: vec![0xee],
+            },
+            Edit::RemoveTable {
+                family: 1,
+                file_id: 0x0102,
+            },
+        ];
+        let expected: Vec<u8> = [
+            &[1u8][..],                               // version
+            &[6, 5, 0, 0, 0, 0, 0, 0, 0],             // LastSequence(5)
+            &[1, 2, 0, 0, 0],                         // AddFamily, id 2
+            &[2, 0, 0, 0, b'a', b'b'],                //   name "ab"
+            &[1, 0, 0, 0, 0xee],                      //   options [0xee]
+            &[4, 1, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0], // RemoveTable 1, 0x0102
+        ]
+        .concat();
+        assert_eq!(encode_edits(&edits), expected);
+        assert_eq!(decode_edits(&expected), Ok(edits.to_vec()));
+        assert_eq!(encode_edits(&[]), [1]);
+    }
+
+    #[test]
+    fn group_from_a_newer_version_is_refused() {
+        assert_eq!(decode_edits(&[2, 6]), Err(DecodeError::Version(2)));
+        let err = DecodeError::Version(2).into_error(Path::new("MANIFEST-000001"), 0);
+        assert!(matches!(
+            err,
+            Error::UnsupportedVersion {
+                found: 2,
+                supported: 1,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn malformed_groups_say_what_is_wrong() {
+        assert_eq!(
+            decode_edits(&[]),
+            Err(DecodeError::Malformed(
+                "edit group ends inside the version byte".to_string()
+            ))
+        );
+        assert_eq!(
+            decode_edits(&[1, 99]),
+            Err(DecodeError::Malformed("unknown edit tag 99".to_string()))
+        );
+        assert_eq!(
+            decode_edits(&[1, 6, 1, 2]),
+            Err(DecodeError::Malformed(
+                "edit group ends inside a sequence number".to_string()
+            ))
+        );
+        assert_eq!(
+            decode_edits(&[1, 1, 0, 0, 0, 0, 9, 0, 0, 0, b'x']),
+            Err(DecodeError::Malformed(
+                "edit group ends inside a family name".to_string()
+            ))
+        );
+        assert_eq!(
+            decode_edits(&[1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0xff, 0, 0, 0, 0]),
+            Err(DecodeError::Malformed("a family name is not UTF-8".to_string()))
+        );
+    }
+
+    /// Any edit, with short strings so cases stay small.
+    fn any_edit() -> impl Strategy<Value = Edit> {
+        let bytes = || proptest::collection::vec(any::<u8>(), 0..8);
+        let table = (any::<[u64; 9]>(), bytes(), bytes()).prop_map(|(n, first_key, last_key)| TableMeta {
+            file_id: n[0],
+            run: n[1],
+            size: n[2],
+            entries: n[3],
+            tombstones: n[4],
+            first_key,
+            last_key,
+            min_seq: n[5],
+            max_seq: n[6],
+            min_ts: n[7],
+            max_ts: n[8],
+        });
+        prop_oneof![
+            (any::<u32>(), ".{0,8}", bytes()).prop_map(|(id, name, options)| Edit::AddFamily { id, name, options }),
+            (any::<u32>(), bytes()).prop_map(|(id, options)| Edit::SetFamilyOptions { id, options }),
+            (any::<u32>(), table).prop_map(|(family, table)| Edit::AddTable { family, table }),
+            (any::<u32>(), any::<u64>()).prop_map(|(family, file_id)| Edit::RemoveTable { family, file_id }),
+            (any::<u32>(), any::<u64>()).prop_map(|(family, log_number)| Edit::SetLogNumber { family, log_number }),
+            any::<u64>().prop_map(Edit::LastSequence),
+            any::<u64>().prop_map(Edit::NextFileNumber),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_edit_groups_round_trip(edits in proptest::collection::vec(any_edit(), 0..12)) {
+            prop_assert_eq!(decode_edits(&encode_edits(&edits)), Ok(edits));
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic_in_decode(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = decode_edits(&bytes);
+            let mut versioned = vec![EDIT_FORMAT_VERSION];
+            versioned.extend_from_slice(&bytes);
+            let _ = decode_edits(&versioned);
+        }
+    }
+}

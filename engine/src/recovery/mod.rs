@@ -1,0 +1,311 @@
+//! Opening a store: lock, manifest, table files, then the log.
+//!
+//! [`open`] runs these steps in order (LevelDB's `DB::Open`, `Recover` and
+//! `RecoverLogFile`), each a function below:
+//!
+//! 1. [`check_declared_families`] and [`prepare_folder`]: refuse bad
+//!    arguments and a folder that is not a store before touching anything.
+//! 2. [`lock_store`]: take the `LOCK` file's OS lock, so no second process
+//!    (or second handle in this process) opens the same store.
+//! 3. [`open_manifest`]: replay the manifest (or create one): families, their
+//!    options, their table files, and the oldest log segment each needs.
+//! 4. [`declare_families`]: add the families the caller names, record
+//!    changed options.
+//! 5. `tables::open_families`: open every table file the manifest lists, and
+//!    sort every other file of a family folder into a provable leftover or
+//!    evidence that the manifest lost a record (an error).
+//! 6. `replay::replay_logs`: replay the log segments still needed into fresh
+//!    memtables, with the damage rules of the log and sequence numbers that
+//!    must follow each other.
+//!
+//! Up to here recovery writes nothing (a family folder declared for the
+//! first time is made, nothing is removed): a store that fails to open is
+//! left as it was, for a repair. Then, having decided the store opens:
+//!
+//! 7. [`start_log`]: a fresh log segment for the writes to come.
+//! 8. [`flush_replayed`]: write what the log held to table files.
+//! 9. [`record`]: one manifest edit group records all of it; the new tables
+//!    get their final names.
+//! 10. [`remove_obsolete`]: delete what is provably obsolete: leftovers,
+//!     log segments every family has flushed, manifests `CURRENT` no longer
+//!     names.
+//!
+//! The store then starts with empty memtables. `repair` (in its own module)
+//! is the tool for a store that does not open.
+
+mod repair;
+mod replay;
+mod tables;
+
+use std::collections::BTreeMap;
+use std::fs::{File, TryLockError};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use cellar_fs as fs;
+
+pub(crate) use repair::repair;
+pub use repair::{LostFile, RepairReport, RepairedFamily, SkippedLog};
+
+use crate::compaction;
+use crate::error::{Error, Result};
+use crate::files::{self, log_path};
+use crate::log::{self, LogWriter};
+use crate::manifest::{Edit, Manifest, ManifestState};
+use crate::memtable::Memtable;
+use crate::options::{validate_family_name, StoreOptions};
+use crate::output::{PendingTable, TableOutput};
+use crate::version::{FamilyVersion, Version};
+
+/// Number of the first manifest of a new store; files after it count up from here.
+const FIRST_MANIFEST: u64 = 1;
+
+/// What recovery hands to the store: everything it needs to start, and
+/// nothing it would have to call back for.
+pub(crate) struct Recovered {
+    /// The held `LOCK` file (released when dropped).
+    pub(crate) lock: File,
+    /// The manifest, with the state recovery recorded.
+    pub(crate) manifest: Manifest,
+    /// The families and their table files; every memtable empty.
+    pub(crate) version: Version,
+    /// The last sequence number used: the next write takes the one after.
+    pub(crate) last_seq: u64,
+    /// The next unused file number.
+    pub(crate) next_file: u64,
+    /// The fresh log segment new writes go to.
+    pub(crate) log: LogWriter,
+}
+
+/// Opens the store in `dir` (see the module's steps).
+pub(crate) fn open(dir: &Path, options: &StoreOptions) -> Result<Recovered> {
+    check_declared_families(options)?;
+    prepare_folder(dir, options)?;
+    let lock = lock_store(dir)?;
+    let mut manifest = open_manifest(dir, options)?;
+    let mut state = manifest.state().clone();
+    let mut edits = declare_families(&state, options);
+    state.apply_all(&edits)?;
+    let next_file = AtomicU64::new(state.next_file_number.max(FIRST_MANIFEST + 1));
+    let found = tables::open_families(dir, &state, &manifest)?;
+    let replayed = replay::replay_logs(dir, &state, options.salvage_log)?;
+    // A rotation takes a log number before the manifest records it (the next
+    // file number is recorded with the next flush), so never hand one out again.
+    if let Some(&newest) = replayed.segments.last() {
+        next_file.fetch_max(newest + 1, Ordering::SeqCst);
+    }
+
+    // Every check passed: from here on, recovery writes.
+    let log = start_log(dir, &next_file, options)?;
+    let mut families = found.families;
+    let mut pending = found.roll_forward;
+    pending.extend(flush_replayed(&replayed.memtables, &families, &next_file, &mut edits)?);
+    for id in families.keys() {
+        edits.push(Edit::SetLogNumber {
+            family: *id,
+            log_number: log.number(),
+        });
+    }
+    edits.push(Edit::LastSequence(replayed.last_seq));
+    edits.push(Edit::NextFileNumber(next_file.load(Ordering::SeqCst)));
+    record(&mut manifest, &edits, &next_file, pending, &mut families)?;
+    remove_obsolete(dir, &manifest, &found.leftovers, &replayed, log.number())?;
+
+    let version = Version {
+        by_name: families.values().map(|f| (f.name.clone(), f.id)).collect(),
+        families: families.into_iter().map(|(id, f)| (id, Arc::new(f))).collect(),
+    };
+    Ok(Recovered {
+        lock,
+        manifest,
+        version,
+        last_seq: replayed.last_seq,
+        next_file: next_file.load(Ordering::SeqCst),
+        log,
+    })
+}
+
+/// Every declared family has a valid name and options, and no name comes twice.
+fn check_declared_families(options: &StoreOptions) -> Result<()> {
+    for (i, (name, family_options)) in options.families.iter().enumerate() {
+        validate_family_name(name)?;
+        family_options.validate()?;
+        if options.families.iter().take(i).any(|(n, _)| n == name) {
+            return Err(Error::FamilyExists(name.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Makes the store folder if it is missing and creation was asked for; a
+/// folder that is not a store, when creation was not asked for, is refused
+/// before anything in it is touched.
+fn prepare_folder(dir: &Path, options: &StoreOptions) -> Result<()> {
+    if !dir.exists() {
+        if !options.create_if_missing {
+            return Err(Error::NotAStore { dir: dir.to_path_buf() });
+        }
+        // Its parent is fsynced too: a store whose folder a power loss can
+        // take back would lose every write acknowledged in it.
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    if !dir.is_dir() {
+        return Err(Error::NotAStore { dir: dir.to_path_buf() });
+    }
+    if !options.create_if_missing && !dir.join("CURRENT").exists() {
+        return Err(Error::NotAStore { dir: dir.to_path_buf() });
+    }
+    Ok(())
+}
+
+/// Takes the OS lock of the store's `LOCK` file.
+pub(crate) fn lock_store(dir: &Path) -> Result<File> {
+    let path = dir.join(files::LOCK);
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(Error::Locked { dir: dir.to_path_buf() }),
+        Err(TryLockError::Error(e)) => Err(Error::io(&path, e)),
+    }
+}
+
+/// Replays the live manifest, or creates the first one of a new store.
+fn open_manifest(dir: &Path, options: &StoreOptions) -> Result<Manifest> {
+    match Manifest::open(dir) {
+        Err(Error::NotAStore { .. }) if options.create_if_missing => {
+            let state = ManifestState {
+                next_file_number: FIRST_MANIFEST + 1,
+                ..ManifestState::default()
+            };
+            // The store folder's name must be durable too. `create_dir_all`
+            // synced it if this open made it; one made by an open that a crash
+            // cut short may never have been.
+            log::sync_dir(dir.parent().unwrap_or(Path::new("")))?;
+            Manifest::create(dir, FIRST_MANIFEST, state)
+        }
+        other => other,
+    }
+}
+
+/// The edits that add the declared families the store lacks and record the
+/// options of those whose options changed.
+fn declare_families(state: &ManifestState, options: &StoreOptions) -> Vec<Edit> {
+    let mut edits = Vec::new();
+    let mut next_id = state.families.keys().max().map_or(1, |m| m + 1);
+    for (name, family_options) in &options.families {
+        let encoded = family_options.encode();
+        match state.families.values().find(|f| &f.name == name) {
+            Some(f) if f.options != encoded => edits.push(Edit::SetFamilyOptions {
+                id: f.id,
+                options: encoded,
+            }),
+            Some(_) => {}
+            None => {
+                edits.push(Edit::AddFamily {
+                    id: next_id,
+                    name: name.clone(),
+                    options: encoded,
+                });
+                next_id += 1;
+            }
+        }
+    }
+    edits
+}
+
+/// Creates the log segment new writes go to.
+fn start_log(dir: &Path, next_file: &AtomicU64, options: &StoreOptions) -> Result<LogWriter> {
+    let number = next_file.fetch_add(1, Ordering::SeqCst);
+    Ok(LogWriter::create(&log_path(dir, number), number)?.buffered(options.sync.log_buffer()))
+}
+
+/// Writes each family's replayed memtable to a table file (pending until
+/// recorded) and adds the edits that list them.
+fn flush_replayed(
+    memtables: &BTreeMap<u32, Memtable>,
+    families: &BTreeMap<u32, FamilyVersion>,
+    next_file: &AtomicU64,
+    edits: &mut Vec<Edit>,
+) -> Result<Vec<(u32, PendingTable)>> {
+    let mut out = Vec::new();
+    for (id, memtable) in memtables {
+        let Some(fam) = families.get(id) else { continue };
+        let run = next_file.fetch_add(1, Ordering::SeqCst);
+        let mut output = TableOutput::new(&fam.dir, next_file, &fam.options, run, false);
+        // Every replayed write is visible to every reader of the opened store.
+        compaction::flush_memtable(memtable, &fam.options, u64::MAX, crate::store::now_ms(), &mut output)?;
+        for table in output.finish()? {
+            fam.counters.flush_bytes.fetch_add(table.meta.size, Ordering::Relaxed);
+            edits.push(Edit::AddTable {
+                family: *id,
+                table: table.meta.clone(),
+            });
+            out.push((*id, table));
+        }
+    }
+    Ok(out)
+}
+
+/// Makes recovery's edit group durable, then gives the tables it lists their
+/// final names and adds them to their families.
+fn record(
+    manifest: &mut Manifest,
+    edits: &[Edit],
+    next_file: &AtomicU64,
+    pending: Vec<(u32, PendingTable)>,
+    families: &mut BTreeMap<u32, FamilyVersion>,
+) -> Result<()> {
+    manifest.log_and_apply(edits, next_file)?;
+    for (id, table) in pending {
+        let file = table.publish()?;
+        if let Some(fam) = families.get_mut(&id) {
+            fam.tables.push(Arc::new(file));
+        }
+    }
+    for fam in families.values_mut() {
+        FamilyVersion::order_tables(&mut fam.tables);
+    }
+    Ok(())
+}
+
+/// Deletes what the recorded state proves obsolete, and moves what salvage
+/// dropped to `lost/`. A failure to delete only leaves garbage that the next
+/// open tries again.
+fn remove_obsolete(
+    dir: &Path,
+    manifest: &Manifest,
+    leftovers: &[PathBuf],
+    replayed: &replay::Replayed,
+    new_log: u64,
+) -> Result<()> {
+    for path in leftovers {
+        let _ = fs::remove(path);
+    }
+    for path in &replayed.dropped {
+        files::move_to_lost(dir, path)?;
+    }
+    // Every segment older than the new one is either flushed to tables by
+    // this open or was already flushed by every family.
+    for number in files::log_numbers(dir)? {
+        if number < new_log {
+            let _ = fs::remove(&log_path(dir, number));
+        }
+    }
+    // A manifest CURRENT does not name was replaced by a rewrite (an older
+    // number) or written by a rewrite that never switched CURRENT (a newer
+    // one): neither holds anything the live one lacks.
+    let live = manifest.path().to_path_buf();
+    for number in files::manifest_numbers(dir)? {
+        let path = dir.join(crate::manifest::manifest_file_name(number));
+        if path != live {
+            let _ = fs::remove(&path);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,484 @@
+//! Repair: rebuild a store's manifest from the files it still has.
+//!
+//! When a store does not open because its manifest (or a log segment) is
+//! damaged, the data is usually still there: every table file carries its
+//! own key range and entries, and every log record its own checksum. Repair
+//! (LevelDB's `RepairDB`, RocksDB's `ldb repair`) builds a new manifest from
+//! those pieces:
+//!
+//! 1. Read what the old manifest still says, up to its first damage: family
+//!    names, ids and options, each table's run, the log segments already
+//!    flushed, and the next file number.
+//! 2. Families: those of the old manifest, then every other family folder
+//!    (default options).
+//! 3. Table files: each one is read back whole (every block's checksum) and
+//!    scanned for its key, sequence and timestamp bounds. A file that does
+//!    not read back is moved to `lost/`. So is one the old manifest proves
+//!    obsolete (a compaction input whose deletion did not reach the disk),
+//!    whose old entries could otherwise come back.
+//! 4. Log segments: every record that still decodes is replayed, skipping
+//!    damaged ranges (reading on at the next checksum-valid record), into
+//!    memtables, which are then written as table files. A segment with damage
+//!    is moved to `lost/` whole.
+//! 5. A new manifest holding all of it becomes live (`CURRENT` is switched
+//!    atomically, last); the old manifest goes to `lost/`; the segments read
+//!    whole are deleted, their records being in tables now.
+//!
+//! Nothing is ever deleted that was not read back: what repair cannot use,
+//! it keeps aside. What it cannot know is said in the report: log records of
+//! a family id no readable manifest names, and without a readable manifest,
+//! whether a segment still on disk was already flushed (its records are then
+//! replayed again; a write it holds that a later, compacted-away tombstone
+//! had deleted would come back).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use cellar_sstable::Table;
+
+use super::lock_store;
+use crate::batch;
+use crate::error::{Error, Result};
+use crate::files::{self, log_path, TableName};
+use crate::key;
+use crate::log::{self, ReadMode};
+use crate::manifest::{self, Edit, ManifestState, TableMeta};
+use crate::memtable::Memtable;
+use crate::options::FamilyOptions;
+use crate::output::{PendingTable, TableOutput};
+
+/// A file repair could not use, and where it went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LostFile {
+    /// Where it was.
+    pub from: PathBuf,
+    /// Where it is now, in the store's `lost/` folder.
+    pub to: PathBuf,
+    /// Why it was not used.
+    pub why: String,
+}
+
+/// A range of a log segment that did not decode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedLog {
+    /// The segment.
+    pub file: PathBuf,
+    /// Offset of the first byte skipped.
+    pub offset: u64,
+    /// Bytes skipped.
+    pub bytes: u64,
+    /// Why.
+    pub why: String,
+}
+
+/// One family as repair rebuilt it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepairedFamily {
+    /// Its name.
+    pub name: String,
+    /// Whether the old manifest knew it (else it came from its folder, with
+    /// default options).
+    pub from_manifest: bool,
+    /// Table files kept.
+    pub tables: u64,
+    /// Entries in them.
+    pub table_entries: u64,
+    /// Entries replayed from the log into new table files.
+    pub log_entries: u64,
+}
+
+/// What [`crate::Store::repair`] recovered, and what it did not.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepairReport {
+    /// The old manifest, and how far it was read: `None` if there was none
+    /// or `CURRENT` did not name one.
+    pub old_manifest: Option<PathBuf>,
+    /// Why the old manifest could not be read to its end, if it could not.
+    pub manifest_damage: Option<String>,
+    /// The families, by id.
+    pub families: Vec<RepairedFamily>,
+    /// Log records replayed, and the segments they came from.
+    pub log_records: u64,
+    /// Log segments read.
+    pub log_segments: u64,
+    /// Log records that name a family no readable manifest names.
+    pub orphan_log_records: u64,
+    /// Damaged ranges of log segments.
+    pub skipped_log: Vec<SkippedLog>,
+    /// Files moved to `lost/`.
+    pub lost: Vec<LostFile>,
+    /// The new manifest.
+    pub new_manifest: PathBuf,
+}
+
+/// What the old manifest still says.
+#[derive(Default)]
+struct OldManifest {
+    path: Option<PathBuf>,
+    state: ManifestState,
+    /// The state is the whole manifest's (no damage, nothing cut).
+    whole: bool,
+}
+
+/// Rebuilds the manifest of the store in `dir` (see the module).
+pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
+    if !dir.is_dir() {
+        return Err(Error::NotAStore { dir: dir.to_path_buf() });
+    }
+    let _lock = lock_store(dir)?;
+    let manifests = files::manifest_numbers(dir)?;
+    let logs = files::log_numbers(dir)?;
+    let folders = files::family_folders(dir)?;
+    if manifests.is_empty() && logs.is_empty() && folders.is_empty() {
+        return Err(Error::NotAStore { dir: dir.to_path_buf() });
+    }
+    let mut report = RepairReport::default();
+    let old = read_old_manifest(dir, &mut report);
+    let mut next_number = old.state.next_file_number.max(2);
+    for number in manifests.iter().chain(&logs) {
+        next_number = next_number.max(number + 1);
+    }
+
+    // Families: the manifest's, then the folders'.
+    let mut families: BTreeMap<u32, Family> = BTreeMap::new();
+    for f in old.state.families.values() {
+        let options = FamilyOptions::decode(&f.options).unwrap_or_default();
+        families.insert(f.id, Family::new(f.id, &f.name, options, true, dir));
+    }
+    for name in folders {
+        if !families.values().any(|f| f.name == name) {
+            let id = families.keys().max().map_or(1, |m| m + 1);
+            families.insert(id, Family::new(id, &name, FamilyOptions::default(), false, dir));
+        }
+    }
+
+    // Tables.
+    for family in families.values_mut() {
+        cellar_fs::create_dir_all(&family.dir).map_err(|e| Error::io(&family.dir, e))?;
+        let known = old.state.families.get(&family.id).filter(|f| f.name == family.name);
+        for (name, path) in files::table_files(&family.dir)? {
+            next_number = next_number.max(name.number() + 1);
+            let listed = known.and_then(|f| f.tables.iter().find(|t| t.file_id == name.number()));
+            let why_not = match name {
+                TableName::Unfinished(_) => Some("a table file cut short while being written".to_string()),
+                TableName::Listed(n) if old.path.is_some() && listed.is_none() && n < old.state.next_file_number => {
+                    Some("obsolete: the manifest had removed it (a compaction input not yet deleted)".to_string())
+                }
+                _ => None,
+            };
+            if let Some(why) = why_not {
+                lose(dir, &path, why, &mut report)?;
+                continue;
+            }
+            match scan_table(&path, name.number(), listed) {
+                Ok(meta) => {
+                    family.table_entries += meta.entries;
+                    let pending = matches!(name, TableName::Pending(_));
+                    family.tables.push((meta, pending));
+                }
+                Err(e) => lose(dir, &path, e.to_string(), &mut report)?,
+            }
+        }
+    }
+
+    // Logs.
+    let needed: BTreeMap<u32, u64> = old.state.families.values().map(|f| (f.id, f.log_number)).collect();
+    let oldest_needed = if old.path.is_some() {
+        old.state.oldest_log_needed().unwrap_or(0)
+    } else {
+        0
+    };
+    let mut last_seq = old.state.last_sequence;
+    for family in families.values() {
+        for (meta, _) in &family.tables {
+            last_seq = last_seq.max(meta.max_seq);
+        }
+    }
+    let mut memtables: BTreeMap<u32, Memtable> = BTreeMap::new();
+    let mut read_whole = Vec::new();
+    let mut damaged = Vec::new();
+    for number in logs {
+        let path = log_path(dir, number);
+        if number < oldest_needed {
+            // Every family had flushed it: its records are in tables.
+            read_whole.push(path);
+            continue;
+        }
+        let contents = log::read_log(&path, ReadMode::Resync)?;
+        report.log_segments += 1;
+        for (offset, payload) in &contents.records {
+            let Some((first, ops)) = batch::decode(payload) else {
+                report.skipped_log.push(SkippedLog {
+                    file: path.clone(),
+                    offset: *offset,
+                    bytes: 8 + payload.len() as u64,
+                    why: "log record is not a write batch".to_string(),
+                });
+                continue;
+            };
+            report.log_records += 1;
+            for (i, op) in ops.into_iter().enumerate() {
+                let seq = first + i as u64;
+                last_seq = last_seq.max(seq);
+                let Some(family) = families.get_mut(&op.family).filter(|f| f.from_manifest) else {
+                    report.orphan_log_records += 1;
+                    continue;
+                };
+                if needed.get(&op.family).is_some_and(|&n| number < n) {
+                    continue; // the family had flushed it
+                }
+                family.log_entries += 1;
+                let k = key::encode(&op.row, &op.column, op.timestamp, seq, op.kind);
+                memtables.entry(op.family).or_insert_with(Memtable::new).insert(
+                    &k,
+                    &op.value,
+                    op.timestamp,
+                    seq,
+                    op.kind.is_tombstone(),
+                    number,
+                );
+            }
+        }
+        if contents.damage.is_empty() {
+            read_whole.push(path);
+        } else {
+            for d in &contents.damage {
+                report.skipped_log.push(SkippedLog {
+                    file: path.clone(),
+                    offset: d.offset,
+                    bytes: d.bytes,
+                    why: d.why.clone(),
+                });
+            }
+            damaged.push(path);
+        }
+    }
+
+    // New tables from the log, pending until the new manifest lists them.
+    let next_file = AtomicU64::new(next_number);
+    let mut new_tables: Vec<(u32, PendingTable)> = Vec::new();
+    for (id, memtable) in &memtables {
+        let Some(family) = families.get(id) else { continue };
+        let run = next_file.fetch_add(1, Ordering::SeqCst);
+        let mut output = TableOutput::new(&family.dir, &next_file, &family.options, run, false);
+        crate::compaction::flush_memtable(memtable, &family.options, u64::MAX, crate::store::now_ms(), &mut output)?;
+        new_tables.extend(output.finish()?.into_iter().map(|t| (*id, t)));
+    }
+
+    // The new manifest: a snapshot of everything found.
+    let manifest_number = next_file.fetch_add(1, Ordering::SeqCst);
+    let log_number = next_file.fetch_add(1, Ordering::SeqCst);
+    let mut edits = Vec::new();
+    for family in families.values() {
+        edits.push(Edit::AddFamily {
+            id: family.id,
+            name: family.name.clone(),
+            options: family.options.encode(),
+        });
+        edits.push(Edit::SetLogNumber {
+            family: family.id,
+            log_number,
+        });
+        for (meta, _) in &family.tables {
+            edits.push(Edit::AddTable {
+                family: family.id,
+                table: meta.clone(),
+            });
+        }
+    }
+    for (id, table) in &new_tables {
+        edits.push(Edit::AddTable {
+            family: *id,
+            table: table.meta.clone(),
+        });
+    }
+    edits.push(Edit::LastSequence(last_seq));
+    edits.push(Edit::NextFileNumber(next_file.load(Ordering::SeqCst)));
+    let mut state = ManifestState::default();
+    state.apply_all(&edits)?;
+    report.new_manifest = manifest::write_new(dir, manifest_number, &state)?;
+
+    // The new manifest is live: give every table it lists its final name.
+    for family in families.values() {
+        for (meta, pending) in &family.tables {
+            if *pending {
+                PendingTable::found(meta.clone(), &family.dir).publish()?;
+            }
+        }
+    }
+    for (_, table) in new_tables {
+        table.publish()?;
+    }
+    if let Some(path) = &old.path {
+        if *path != report.new_manifest {
+            let why = if old.whole {
+                "replaced by the repaired manifest".to_string()
+            } else {
+                report.manifest_damage.clone().unwrap_or_default()
+            };
+            lose(dir, path, why, &mut report)?;
+        }
+    }
+    for path in damaged {
+        lose(
+            dir,
+            &path,
+            "damaged log segment (its readable records were replayed)".to_string(),
+            &mut report,
+        )?;
+    }
+    for path in read_whole {
+        let _ = cellar_fs::remove(&path);
+    }
+    report.families = families
+        .into_values()
+        .map(|f| RepairedFamily {
+            name: f.name,
+            from_manifest: f.from_manifest,
+            tables: f.tables.len() as u64,
+            table_entries: f.table_entries,
+            log_entries: f.log_entries,
+        })
+        .collect();
+    Ok(report)
+}
+
+/// A family being rebuilt.
+struct Family {
+    id: u32,
+    name: String,
+    options: FamilyOptions,
+    from_manifest: bool,
+    dir: PathBuf,
+    /// Tables kept, and whether each is still under its pending name.
+    tables: Vec<(TableMeta, bool)>,
+    table_entries: u64,
+    log_entries: u64,
+}
+
+impl Family {
+    fn new(id: u32, name: &str, options: FamilyOptions, from_manifest: bool, dir: &Path) -> Family {
+        Family {
+            id,
+            name: name.to_string(),
+            options,
+            from_manifest,
+            dir: dir.join(name),
+            tables: Vec::new(),
+            table_entries: 0,
+            log_entries: 0,
+        }
+    }
+}
+
+/// Reads as much of the old manifest as decodes and fits, up to its first
+/// damage, noting the damage in the report.
+fn read_old_manifest(dir: &Path, report: &mut RepairReport) -> OldManifest {
+    let path = match manifest::live_manifest(dir) {
+        Ok(path) => path,
+        Err(e) => {
+            report.manifest_damage = Some(e.to_string());
+            // CURRENT is damaged: the newest manifest file is the best guess
+            // of what it named.
+            let newest = files::manifest_numbers(dir).ok().and_then(|n| n.last().copied());
+            match newest {
+                Some(number) => dir.join(manifest::manifest_file_name(number)),
+                None => return OldManifest::default(),
+            }
+        }
+    };
+    report.old_manifest = Some(path.clone());
+    let contents = match log::read_log(&path, ReadMode::Salvage) {
+        Ok(contents) => contents,
+        Err(e) => {
+            report.manifest_damage = Some(e.to_string());
+            return OldManifest {
+                path: Some(path),
+                ..OldManifest::default()
+            };
+        }
+    };
+    let mut whole = contents.damage.is_empty() && report.manifest_damage.is_none();
+    if let Some(d) = contents.damage.first() {
+        report.manifest_damage = Some(format!(
+            "{} at offset {}: {} ({} bytes not read)",
+            path.display(),
+            d.offset,
+            d.why,
+            d.bytes
+        ));
+    }
+    // Apply whole records while they decode and fit.
+    let mut state = ManifestState::default();
+    for (offset, payload) in &contents.records {
+        let mut next = state.clone();
+        if let Err(e) = manifest::apply_record(&mut next, &path, *offset, payload) {
+            report.manifest_damage = Some(e.to_string());
+            whole = false;
+            break;
+        }
+        state = next;
+    }
+    OldManifest {
+        path: Some(path),
+        state,
+        whole,
+    }
+}
+
+/// Reads a table file back whole and scans it for what the manifest records
+/// of it. `listed`: what the old manifest recorded (its run is kept).
+fn scan_table(path: &Path, number: u64, listed: Option<&TableMeta>) -> Result<TableMeta> {
+    let table = Arc::new(Table::open(path)?);
+    table.verify()?;
+    let mut meta = TableMeta {
+        file_id: number,
+        run: listed.map_or(number, |m| m.run),
+        size: table.file_size(),
+        entries: 0,
+        tombstones: 0,
+        first_key: Vec::new(),
+        last_key: Vec::new(),
+        min_seq: u64::MAX,
+        max_seq: 0,
+        min_ts: u64::MAX,
+        max_ts: 0,
+    };
+    let mut iter = table.iter();
+    iter.seek_to_first()?;
+    while iter.valid() {
+        let entry_key = iter.key();
+        let Some((ts, seq, kind)) = key::suffix(entry_key) else {
+            return Err(Error::corruption(path, 0, "an entry's key is not a cell key"));
+        };
+        if meta.entries == 0 {
+            meta.first_key = entry_key.to_vec();
+        }
+        meta.last_key.clear();
+        meta.last_key.extend_from_slice(entry_key);
+        meta.entries += 1;
+        meta.tombstones += u64::from(kind.is_tombstone());
+        meta.min_seq = meta.min_seq.min(seq);
+        meta.max_seq = meta.max_seq.max(seq);
+        meta.min_ts = meta.min_ts.min(ts);
+        meta.max_ts = meta.max_ts.max(ts);
+        iter.next()?;
+    }
+    if meta.entries == 0 {
+        return Err(Error::corruption(path, 0, "the table holds no entries"));
+    }
+    Ok(meta)
+}
+
+/// Moves `path` to `lost/` and says so in the report.
+fn lose(dir: &Path, path: &Path, why: String, report: &mut RepairReport) -> Result<()> {
+    let to = files::move_to_lost(dir, path)?;
+    report.lost.push(LostFile {
+        from: path.to_path_buf(),
+        to,
+        why,
+    });
+    Ok(())
+}
