@@ -18,6 +18,7 @@ mod format;
 mod keys;
 mod lesson;
 mod load;
+mod repair;
 mod shell;
 mod store_cmds;
 
@@ -56,6 +57,9 @@ enum Command {
     /// what the typical reads cost (run on a real store), and the design as
     /// Cassandra or HBase statements.
     Keys(keys::Args),
+    /// Rebuild a store that does not open (damaged manifest or log) from its
+    /// table files and log; what cannot be read is kept in its lost/ folder.
+    Repair,
     #[command(flatten)]
     Store(store_cmds::StoreCommand),
 }
@@ -90,6 +94,7 @@ fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Shell => shell::run(&ctx),
         Command::Keys(args) => keys::run(&args, &mut std::io::stdout().lock()),
+        Command::Repair => repair::run(&ctx.dir, &mut std::io::stdout().lock()),
         Command::Store(command) => {
             let store = if command.needs_store() {
                 Some(store_cmds::open(&ctx)?)

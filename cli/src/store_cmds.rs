@@ -212,6 +212,12 @@ pub fn open(ctx: &Context) -> Result<Store, Error> {
             dir.display(),
             dir.display()
         )),
+        // The open changed nothing: say how to get the data back.
+        e @ StoreError::Corruption { .. } => Error::from(format!(
+            "{e}; the store does not open: `cellar --dir {} repair` rebuilds it from its table files and log, \
+             keeping what it cannot read in its lost/ folder",
+            ctx.dir.display()
+        )),
         other => other.into(),
     })?;
     let existing = store.families();
@@ -715,7 +721,13 @@ fn check(store: &Store, out: &mut dyn Write) -> Result<(), Error> {
         }
     }
     if damaged > 0 {
-        return Err(format!("{damaged} of {} table file(s) damaged", tables.len()).into());
+        return Err(format!(
+            "{damaged} of {} table file(s) damaged; `cellar --dir {} repair` keeps the sound ones and moves \
+             the damaged ones to its lost/ folder",
+            tables.len(),
+            store.dir().display()
+        )
+        .into());
     }
     writeln!(out, "{} table file(s) checked, no damage", tables.len())?;
     Ok(())

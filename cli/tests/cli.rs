@@ -327,7 +327,11 @@ fn check_passes_on_a_sound_store_and_fails_on_a_damaged_one() -> Result {
     );
     assert_eq!(
         String::from_utf8(output.stderr)?,
-        "cellar: 1 of 1 table file(s) damaged\n"
+        format!(
+            "cellar: 1 of 1 table file(s) damaged; `cellar --dir {} repair` keeps the sound ones and moves the \
+             damaged ones to its lost/ folder\n",
+            dir.display()
+        )
     );
     Ok(())
 }

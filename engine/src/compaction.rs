@@ -16,9 +16,11 @@
 //! entry, what survives.
 //!
 //! A *bottommost* compaction (one whose inputs include the oldest run) also
-//! writes every sequence number as 0: nothing older exists to order against,
-//! every reader of the new version sees all of it, and the compacted run's
-//! keys then differ from their neighbours only where the cells do.
+//! writes as 0 every sequence number up to its horizon: nothing older exists
+//! to order against, every reader of the new version sees all of it, and the
+//! compacted run's keys then differ from their neighbours only where the
+//! cells do. A later sequence number (a write not yet visible when the work
+//! began) keeps its value, so no snapshot sees that write early.
 
 use std::ops::Range;
 

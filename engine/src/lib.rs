@@ -8,10 +8,10 @@
 //! ([`Trace`]), and the store reports what it wrote and what it keeps ([`Stats`]).
 //!
 //! Reading order for a newcomer: [`key`] (how a cell becomes a byte-ordered key),
-//! `memtable`, `log`, `store` (the API, and `store::write`, `store::flush`,
-//! `store::compact`, `store::background`), `read` (the read path: `source`,
-//! `merge`, `visibility`), `compaction` (what to merge and what to drop),
-//! `manifest`, `recovery`.
+//! `memtable`, `log`, `store` (the API, and `store::write`, `store::install`,
+//! `store::flush`, `store::compact`, `store::background`), `read` (the read
+//! path: `source`, `merge`, `visibility`), `compaction` (what to merge and what
+//! to drop), `manifest`, `files`, `recovery`.
 //!
 //! ```
 //! use cellar_engine::{Store, StoreOptions};

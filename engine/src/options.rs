@@ -31,7 +31,9 @@ pub enum SyncPolicy {
     /// memtable), so that a flushed family never outlives the part of a batch
     /// another family holds only in that segment.
     Never,
-    /// `fdatasync` when a write comes and the last sync is older than this.
+    /// `fdatasync` at most this long after a write: a write whose last sync
+    /// is older syncs at once, and a background thread syncs the last writes
+    /// when this much time has passed, even if no other write comes.
     Interval(Duration),
     /// Writes collect in a buffer of [`LOG_BUFFER_BYTES`] in the process and go
     /// to the OS when it fills, when a log segment closes, and when the store

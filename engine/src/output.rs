@@ -125,32 +125,13 @@ impl<'a> TableOutput<'a> {
             let builder = TableBuilder::create(&path, table_options)?;
             self.current = Some(Current {
                 builder,
-                meta: TableMeta {
-                    file_id,
-                    run: self.run,
-                    size: 0,
-                    entries: 0,
-                    tombstones: 0,
-                    first_key: entry_key.to_vec(),
-                    last_key: Vec::new(),
-                    min_seq: u64::MAX,
-                    max_seq: 0,
-                    min_ts: u64::MAX,
-                    max_ts: 0,
-                },
+                meta: TableMeta::empty(file_id, self.run),
             });
         }
         let full = if let Some(c) = self.current.as_mut() {
             c.builder.add(entry_key, value, row, kind.is_tombstone())?;
             let m = &mut c.meta;
-            m.entries += 1;
-            m.tombstones += u64::from(kind.is_tombstone());
-            m.min_seq = m.min_seq.min(seq);
-            m.max_seq = m.max_seq.max(seq);
-            m.min_ts = m.min_ts.min(ts);
-            m.max_ts = m.max_ts.max(ts);
-            m.last_key.clear();
-            m.last_key.extend_from_slice(entry_key);
+            m.count(entry_key, ts, seq, kind.is_tombstone());
             self.split
                 && (c.builder.estimated_file_size() >= self.options.target_file_bytes
                     || self.options.target_file_entries.is_some_and(|n| m.entries >= n))

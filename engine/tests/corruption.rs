@@ -559,9 +559,10 @@ fn every_damage_to_the_manifest_is_reported_at_its_record_and_repair_restores_ev
         );
     }
     println!(
-        "manifest damage matrix: {} cases ({} bytes flipped one at a time, {} cuts): {} corruption errors naming the manifest and the damaged record's offset, 0 other outcomes; repair restored {} of {} rows",
+        "manifest damage matrix: {} cases (each of its {} bytes flipped, and the file cut at each offset): \
+         {} opens fail with a corruption naming the manifest and the first damaged record's offset, changing no file; \
+         repair after each brings back every row ({} of {} rows in all)",
         tally.cases,
-        tally.cases / 2,
         tally.cases / 2,
         tally.corruption,
         tally.repaired_rows,
@@ -705,7 +706,11 @@ fn every_damage_to_every_log_segment_is_reported_or_is_a_crash_and_repair_keeps_
         }
     }
     println!(
-        "log damage matrix, {} segments: {} cases (every byte flipped, every cut): {} corruption errors naming the segment and the damaged record's offset, {} opens with exactly the batches before a crash point in the newest segment, 0 other outcomes; repair restored {} of {} rows (every table row, every untouched record)",
+        "log damage matrix, {} segments: {} cases (each byte flipped, and each segment cut at each offset): \
+         {} opens fail with a corruption naming the segment and the damaged record's offset, changing no file; \
+         {} (damage a crash can leave at the end of the newest segment) open with exactly the batches before it; \
+         repair after each failed open brings back every table row and every record the damage left whole \
+         ({} of {} rows in all)",
         segments.len(),
         tally.cases,
         tally.corruption,

@@ -117,6 +117,11 @@ impl Table {
         // or truncate it while mapped (a read of a truncated page is SIGBUS).
         // Table files are immutable once renamed into place and only deleted
         // (unlinking keeps the mapping valid), never rewritten or truncated.
+        // What no mapping can turn into an `Err`: a page the kernel fails to
+        // read from the disk (an I/O error, a failing device) is also a
+        // SIGBUS, which ends the process where a `read` would have returned
+        // an error. LevelDB and RocksDB accept the same for their mmap reads;
+        // checksums still catch pages that read back wrong.
         let mmap = unsafe { Mmap::map(&file) }.map_err(io_error(path))?;
         let bytes = Bytes::from_owner(mmap);
         let footer_offset = len - FOOTER_LEN as u64;

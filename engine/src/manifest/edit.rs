@@ -110,6 +110,41 @@ pub(crate) struct TableMeta {
     pub(crate) max_ts: u64,
 }
 
+impl TableMeta {
+    /// The record of a table file about to receive its first entry.
+    pub(crate) fn empty(file_id: u64, run: u64) -> TableMeta {
+        TableMeta {
+            file_id,
+            run,
+            size: 0,
+            entries: 0,
+            tombstones: 0,
+            first_key: Vec::new(),
+            last_key: Vec::new(),
+            min_seq: u64::MAX,
+            max_seq: 0,
+            min_ts: u64::MAX,
+            max_ts: 0,
+        }
+    }
+
+    /// Counts one more entry, the largest so far, with the timestamp,
+    /// sequence number and kind its key ends with.
+    pub(crate) fn count(&mut self, entry_key: &[u8], timestamp: u64, sequence: u64, tombstone: bool) {
+        if self.entries == 0 {
+            self.first_key = entry_key.to_vec();
+        }
+        self.entries += 1;
+        self.tombstones += u64::from(tombstone);
+        self.min_seq = self.min_seq.min(sequence);
+        self.max_seq = self.max_seq.max(sequence);
+        self.min_ts = self.min_ts.min(timestamp);
+        self.max_ts = self.max_ts.max(timestamp);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(entry_key);
+    }
+}
+
 /// Encodes an edit group: the version byte, then each edit as a tag byte and
 /// its fields. Integers are fixed-width little-endian; byte strings and names
 /// are a u32 length then the bytes. (FORMAT-log-manifest.md has the diagrams.)

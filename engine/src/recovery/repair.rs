@@ -44,7 +44,7 @@ use crate::error::{Error, Result};
 use crate::files::{self, log_path, TableName};
 use crate::key;
 use crate::log::{self, ReadMode};
-use crate::manifest::{self, Edit, ManifestState, TableMeta};
+use crate::manifest::{self, FamilyState, ManifestState, TableMeta};
 use crate::memtable::Memtable;
 use crate::options::FamilyOptions;
 use crate::output::{PendingTable, TableOutput};
@@ -230,15 +230,7 @@ pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
                     continue; // the family had flushed it
                 }
                 family.log_entries += 1;
-                let k = key::encode(&op.row, &op.column, op.timestamp, seq, op.kind);
-                memtables.entry(op.family).or_insert_with(Memtable::new).insert(
-                    &k,
-                    &op.value,
-                    op.timestamp,
-                    seq,
-                    op.kind.is_tombstone(),
-                    number,
-                );
+                super::replay::insert_logged(&mut memtables, &op, seq, number);
             }
         }
         if contents.damage.is_empty() {
@@ -270,34 +262,30 @@ pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
     // The new manifest: a snapshot of everything found.
     let manifest_number = next_file.fetch_add(1, Ordering::SeqCst);
     let log_number = next_file.fetch_add(1, Ordering::SeqCst);
-    let mut edits = Vec::new();
+    let mut state = ManifestState {
+        families: BTreeMap::new(),
+        last_sequence: last_seq,
+        next_file_number: next_file.load(Ordering::SeqCst),
+    };
     for family in families.values() {
-        edits.push(Edit::AddFamily {
-            id: family.id,
-            name: family.name.clone(),
-            options: family.options.encode(),
-        });
-        edits.push(Edit::SetLogNumber {
-            family: family.id,
-            log_number,
-        });
-        for (meta, _) in &family.tables {
-            edits.push(Edit::AddTable {
-                family: family.id,
-                table: meta.clone(),
-            });
-        }
+        let mut tables: Vec<TableMeta> = family.tables.iter().map(|(meta, _)| meta.clone()).collect();
+        tables.extend(
+            new_tables
+                .iter()
+                .filter(|(id, _)| *id == family.id)
+                .map(|(_, t)| t.meta.clone()),
+        );
+        state.families.insert(
+            family.id,
+            FamilyState {
+                id: family.id,
+                name: family.name.clone(),
+                options: family.options.encode(),
+                log_number,
+                tables,
+            },
+        );
     }
-    for (id, table) in &new_tables {
-        edits.push(Edit::AddTable {
-            family: *id,
-            table: table.meta.clone(),
-        });
-    }
-    edits.push(Edit::LastSequence(last_seq));
-    edits.push(Edit::NextFileNumber(next_file.load(Ordering::SeqCst)));
-    let mut state = ManifestState::default();
-    state.apply_all(&edits)?;
     report.new_manifest = manifest::write_new(dir, manifest_number, &state)?;
 
     // The new manifest is live: give every table it lists its final name.
@@ -401,7 +389,10 @@ fn read_old_manifest(dir: &Path, report: &mut RepairReport) -> OldManifest {
         }
     };
     let mut whole = contents.damage.is_empty() && report.manifest_damage.is_none();
-    if let Some(d) = contents.damage.first() {
+    if contents.records.is_empty() {
+        report.manifest_damage = Some(format!("{} holds no records", path.display()));
+        whole = false;
+    } else if let Some(d) = contents.damage.first() {
         report.manifest_damage = Some(format!(
             "{} at offset {}: {} ({} bytes not read)",
             path.display(),
@@ -433,19 +424,8 @@ fn read_old_manifest(dir: &Path, report: &mut RepairReport) -> OldManifest {
 fn scan_table(path: &Path, number: u64, listed: Option<&TableMeta>) -> Result<TableMeta> {
     let table = Arc::new(Table::open(path)?);
     table.verify()?;
-    let mut meta = TableMeta {
-        file_id: number,
-        run: listed.map_or(number, |m| m.run),
-        size: table.file_size(),
-        entries: 0,
-        tombstones: 0,
-        first_key: Vec::new(),
-        last_key: Vec::new(),
-        min_seq: u64::MAX,
-        max_seq: 0,
-        min_ts: u64::MAX,
-        max_ts: 0,
-    };
+    let mut meta = TableMeta::empty(number, listed.map_or(number, |m| m.run));
+    meta.size = table.file_size();
     let mut iter = table.iter();
     iter.seek_to_first()?;
     while iter.valid() {
@@ -453,17 +433,7 @@ fn scan_table(path: &Path, number: u64, listed: Option<&TableMeta>) -> Result<Ta
         let Some((ts, seq, kind)) = key::suffix(entry_key) else {
             return Err(Error::corruption(path, 0, "an entry's key is not a cell key"));
         };
-        if meta.entries == 0 {
-            meta.first_key = entry_key.to_vec();
-        }
-        meta.last_key.clear();
-        meta.last_key.extend_from_slice(entry_key);
-        meta.entries += 1;
-        meta.tombstones += u64::from(kind.is_tombstone());
-        meta.min_seq = meta.min_seq.min(seq);
-        meta.max_seq = meta.max_seq.max(seq);
-        meta.min_ts = meta.min_ts.min(ts);
-        meta.max_ts = meta.max_ts.max(ts);
+        meta.count(entry_key, ts, seq, kind.is_tombstone());
         iter.next()?;
     }
     if meta.entries == 0 {

@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::batch;
+use crate::batch::{self, LoggedOp};
 use crate::error::{Error, Result};
 use crate::files::{self, log_path};
 use crate::key;
@@ -189,19 +189,25 @@ impl Replay<'_> {
             if number < family.log_number {
                 continue; // already in a table file
             }
-            let k = key::encode(&op.row, &op.column, op.timestamp, seq, op.kind);
-            self.memtables.entry(op.family).or_insert_with(Memtable::new).insert(
-                &k,
-                &op.value,
-                op.timestamp,
-                seq,
-                op.kind.is_tombstone(),
-                number,
-            );
+            insert_logged(&mut self.memtables, &op, seq, number);
         }
         let last = first + count.saturating_sub(1);
         self.previous_last = Some(last);
         self.last_seq = self.last_seq.max(last);
         Ok(())
     }
+}
+
+/// Adds one logged write, with sequence number `seq`, from log segment
+/// `segment`, to its family's memtable.
+pub(super) fn insert_logged(memtables: &mut BTreeMap<u32, Memtable>, op: &LoggedOp, seq: u64, segment: u64) {
+    let k = key::encode(&op.row, &op.column, op.timestamp, seq, op.kind);
+    memtables.entry(op.family).or_insert_with(Memtable::new).insert(
+        &k,
+        &op.value,
+        op.timestamp,
+        seq,
+        op.kind.is_tombstone(),
+        segment,
+    );
 }

@@ -1,0 +1,213 @@
+//! Repair: a store that does not open is rebuilt from the files it still has.
+//!
+//! `Store::repair` (LevelDB's `RepairDB`) reads every table file back whole,
+//! replays every log record that still decodes, writes a new manifest, and
+//! moves what it cannot use to the store's `lost/` folder. These tests damage
+//! one thing at a time and check what comes back, what goes to `lost/`, and
+//! what the report says.
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test may panic on a broken invariant: that is a failed test"
+)]
+
+use std::path::{Path, PathBuf};
+
+use cellar_engine::{Error, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn options() -> StoreOptions {
+    StoreOptions::default()
+        .sync(SyncPolicy::Always)
+        .family_with("a", FamilyOptions::default().compaction_trigger(0))
+        .family_with("b", FamilyOptions::default().max_versions(2).compaction_trigger(0))
+}
+
+/// Rows of `family`, as `row=value` strings.
+fn rows(store: &Store, family: &str) -> Vec<String> {
+    store
+        .scan(family, &RowRange::all())
+        .unwrap()
+        .map(|row| {
+            let row = row.unwrap();
+            format!(
+                "{}={}",
+                String::from_utf8_lossy(&row.key),
+                String::from_utf8_lossy(&row.cells[0].value)
+            )
+        })
+        .collect()
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Two flushes in `a` (rows a0..a3 in two tables), one in `b`, and rows a4
+/// and b1 still in the log.
+fn store_with_tables_and_log(dir: &Path) {
+    let store = Store::open(dir, options()).unwrap();
+    for (family, rows) in [("a", 0..2), ("b", 0..1), ("a", 2..4)] {
+        for i in rows {
+            store
+                .put_at(family, format!("{family}{i}"), "c", 1, format!("v{i}"))
+                .unwrap();
+        }
+        store.flush_family(family).unwrap();
+    }
+    store.put_at("a", "a4", "c", 1, "v4").unwrap();
+    store.put_at("b", "b1", "c", 1, "v1").unwrap();
+}
+
+fn tables_of(dir: &Path, family: &str) -> Vec<PathBuf> {
+    let mut tables: Vec<PathBuf> = std::fs::read_dir(dir.join(family))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".sst"))
+        .collect();
+    tables.sort();
+    tables
+}
+
+#[test]
+fn a_store_without_its_manifest_is_rebuilt_from_tables_and_log() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    store_with_tables_and_log(dir.path());
+    // The manifest is gone; CURRENT names nothing.
+    let manifest = dir
+        .path()
+        .join(std::fs::read_to_string(dir.path().join("CURRENT"))?.trim_end());
+    std::fs::write(&manifest, b"")?;
+    assert!(matches!(
+        Store::open(dir.path(), options()),
+        Err(Error::Corruption { .. })
+    ));
+
+    let report = Store::repair(dir.path())?;
+    assert_eq!(report.old_manifest.as_deref(), Some(manifest.as_path()));
+    assert!(report.manifest_damage.is_some());
+    let families: Vec<(String, bool, u64)> = report
+        .families
+        .iter()
+        .map(|f| (f.name.clone(), f.from_manifest, f.tables))
+        .collect();
+    // Without a manifest the families come from their folders, and the log's
+    // records name family ids nothing maps to a name any more.
+    assert_eq!(families, [("a".to_string(), false, 2), ("b".to_string(), false, 1)]);
+    assert_eq!(report.orphan_log_records, 2);
+    assert_eq!(report.lost.len(), 1, "the empty manifest: {report:?}");
+
+    let store = Store::open(dir.path(), options())?;
+    assert_eq!(rows(&store, "a"), ["a0=v0", "a1=v1", "a2=v2", "a3=v3"]);
+    assert_eq!(rows(&store, "b"), ["b0=v0"]);
+    Ok(())
+}
+
+#[test]
+fn with_a_readable_manifest_repair_also_replays_the_log() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    store_with_tables_and_log(dir.path());
+    let report = Store::repair(dir.path())?;
+    assert_eq!(report.manifest_damage, None);
+    assert_eq!(report.log_records, 2);
+    assert_eq!(report.orphan_log_records, 0);
+    let families: Vec<(String, bool, u64, u64)> = report
+        .families
+        .iter()
+        .map(|f| (f.name.clone(), f.from_manifest, f.tables, f.log_entries))
+        .collect();
+    assert_eq!(families, [("a".to_string(), true, 2, 1), ("b".to_string(), true, 1, 1)]);
+    // The old manifest is kept aside, as LevelDB's repair does.
+    assert_eq!(names_in(&dir.path().join("lost")).len(), 1);
+    let store = Store::open(dir.path(), options())?;
+    assert_eq!(rows(&store, "a"), ["a0=v0", "a1=v1", "a2=v2", "a3=v3", "a4=v4"]);
+    assert_eq!(rows(&store, "b"), ["b0=v0", "b1=v1"]);
+    // The options the manifest recorded survive.
+    assert_eq!(store.family_options("b")?.max_versions, 2);
+    Ok(())
+}
+
+#[test]
+fn a_table_that_does_not_read_back_goes_to_lost_and_the_rest_comes_back() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    store_with_tables_and_log(dir.path());
+    let damaged = tables_of(dir.path(), "a").remove(0);
+    let mut bytes = std::fs::read(&damaged)?;
+    bytes[20] ^= 0x40; // inside the first data block
+    std::fs::write(&damaged, &bytes)?;
+
+    let report = Store::repair(dir.path())?;
+    let lost: Vec<(&Path, &str)> = report
+        .lost
+        .iter()
+        .map(|l| (l.from.as_path(), l.why.as_str()))
+        .filter(|(from, _)| from.extension().is_some_and(|e| e == "sst"))
+        .collect();
+    assert_eq!(lost.len(), 1, "{report:?}");
+    assert_eq!(lost[0].0, damaged.as_path());
+    assert!(lost[0].1.contains("checksum"), "{}", lost[0].1);
+    let name = damaged.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(names_in(&dir.path().join("lost")).contains(&format!("a-{name}")));
+
+    let store = Store::open(dir.path(), options())?;
+    assert_eq!(rows(&store, "a"), ["a2=v2", "a3=v3", "a4=v4"]);
+    assert_eq!(rows(&store, "b"), ["b0=v0", "b1=v1"]);
+    store.verify()?;
+    Ok(())
+}
+
+#[test]
+fn a_damaged_log_record_is_skipped_and_the_records_after_it_are_kept() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    {
+        let store = Store::open(dir.path(), options())?;
+        for i in 0..5 {
+            store.put_at("a", format!("a{i}"), "c", 1, format!("v{i}"))?;
+        }
+    }
+    let log = names_in(dir.path())
+        .into_iter()
+        .map(|n| dir.path().join(n))
+        .find(|p| p.extension().is_some_and(|e| e == "log") && std::fs::metadata(p).unwrap().len() > 0)
+        .unwrap();
+    let mut bytes = std::fs::read(&log)?;
+    let record = bytes.len() / 5;
+    bytes[2 * record + 12] ^= 0x40; // record 2's payload
+    std::fs::write(&log, &bytes)?;
+    assert!(matches!(
+        Store::open(dir.path(), options()),
+        Err(Error::Corruption { .. })
+    ));
+
+    let report = Store::repair(dir.path())?;
+    assert_eq!(report.log_records, 4);
+    assert_eq!(report.skipped_log.len(), 1);
+    assert_eq!(report.skipped_log[0].offset, 2 * record as u64);
+    assert!(report.lost.iter().any(|l| l.from == log), "{report:?}");
+    let store = Store::open(dir.path(), options())?;
+    assert_eq!(rows(&store, "a"), ["a0=v0", "a1=v1", "a3=v3", "a4=v4"]);
+    Ok(())
+}
+
+#[test]
+fn repair_refuses_an_open_store_and_a_folder_that_is_not_one() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(dir.path(), options())?;
+    assert!(matches!(Store::repair(dir.path()), Err(Error::Locked { .. })));
+    drop(store);
+    let empty = tempfile::tempdir()?;
+    assert!(matches!(Store::repair(empty.path()), Err(Error::NotAStore { .. })));
+    assert!(matches!(
+        Store::repair(empty.path().join("missing")),
+        Err(Error::NotAStore { .. })
+    ));
+    Ok(())
+}
