@@ -165,6 +165,8 @@ impl Reader {
         let inner = match self {
             Reader::Mem(memtable) => CursorInner::Mem(MemtableCursor::seek(memtable, start)),
             Reader::Table(mut iter) => {
+                // No block past the range's end is read to learn that it ended.
+                iter.set_upper_bound(end.as_deref());
                 iter.seek(start)?;
                 CursorInner::Table(iter)
             }
@@ -221,23 +223,33 @@ struct RunFiles {
     left: Vec<(usize, u64, ReadCost)>,
     /// The cursor's examined count when the open file was opened.
     examined_before: u64,
+    /// The end of the read's range, given to every file opened.
+    end: Option<Bytes>,
 }
 
 impl RunFiles {
     /// Opens the first file at `start`.
-    fn open(files: Vec<(usize, Arc<TableFile>)>, start: &[u8]) -> Result<RunFiles> {
-        let mut iter = match files.first() {
-            Some((_, file)) => Box::new(file.table.iter()),
-            None => return Err(crate::error::Error::InvalidArgument("a run cursor needs a file".into())),
+    fn open(files: Vec<(usize, Arc<TableFile>)>, start: &[u8], end: Option<Bytes>) -> Result<RunFiles> {
+        let Some((_, first)) = files.first() else {
+            return Err(crate::error::Error::InvalidArgument("a run cursor needs a file".into()));
         };
-        iter.seek(start)?;
+        let iter = Self::open_file(first, start, end.as_deref())?;
         Ok(RunFiles {
             files,
             at: 0,
             iter,
             left: Vec::new(),
             examined_before: 0,
+            end,
         })
+    }
+
+    /// An iterator on `file` at `target`, bounded by `end`.
+    fn open_file(file: &TableFile, target: &[u8], end: Option<&[u8]>) -> Result<Box<TableIter>> {
+        let mut iter = Box::new(file.table.iter());
+        iter.set_upper_bound(end);
+        iter.seek(target)?;
+        Ok(iter)
     }
 
     /// While the open file is exhausted, moves to the next file that holds
@@ -253,8 +265,7 @@ impl RunFiles {
             let Some((at, (_, file))) = next else {
                 return Ok(());
             };
-            let mut iter = Box::new(file.table.iter());
-            iter.seek(target)?;
+            let iter = Self::open_file(file, target, self.end.as_deref())?;
             let finished = std::mem::replace(&mut self.iter, iter);
             if let Some((source, _)) = self.files.get(self.at) {
                 self.left
@@ -367,7 +378,7 @@ impl Cursor {
     /// each paired with its position among the read's sources), positioned at
     /// its first entry. Only the first file is opened now.
     pub fn over_run(files: Vec<(usize, Arc<TableFile>)>, start: &[u8], end: Option<Bytes>) -> Result<Cursor> {
-        let mut run = RunFiles::open(files, start)?;
+        let mut run = RunFiles::open(files, start, end.clone())?;
         run.advance(start, 0)?;
         let mut cursor = Cursor {
             inner: CursorInner::Run(run),

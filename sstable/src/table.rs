@@ -16,6 +16,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -39,6 +40,16 @@ pub struct Table {
     properties: TableProperties,
     /// One entry per data block, in key (and file) order.
     index: Vec<IndexEntry>,
+    /// The first 16 bytes of each index separator as one big-endian integer
+    /// (zero-padded), side by side: a seek's binary search compares these
+    /// integers and looks at a whole separator only when two heads are equal,
+    /// instead of following a pointer and calling `memcmp` at every step.
+    index_heads: Vec<u128>,
+    /// Whether each data block's checksum has been checked since the table was
+    /// opened. The file is immutable and mapped, so a block checked once is
+    /// served like a block cache hit: RocksDB too checks a block when it fills
+    /// its cache, not on every hit. [`Table::verify`] always checks everything.
+    checked: Vec<AtomicBool>,
     filter: Option<BloomFilter>,
 }
 
@@ -54,6 +65,19 @@ impl std::fmt::Debug for Table {
             .field("filter", &self.filter.as_ref().map(BloomFilter::num_bits))
             .finish()
     }
+}
+
+/// The first 16 bytes of `key` as a big-endian integer, zero-padded. Comparing
+/// heads orders keys as their bytes do, except that keys with equal heads
+/// (zero is the smallest byte, so padding never moves a key past one it is a
+/// prefix of) need their whole bytes compared.
+fn key_head(key: &[u8]) -> u128 {
+    let mut head = [0u8; 16];
+    let n = key.len().min(16);
+    if let (Some(dst), Some(src)) = (head.get_mut(..n), key.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    u128::from_be_bytes(head)
 }
 
 /// An index entry: where a data block is, under a key that is at least its
@@ -134,11 +158,15 @@ impl Table {
             footer,
             properties: TableProperties::default(),
             index: Vec::new(),
+            index_heads: Vec::new(),
+            checked: Vec::new(),
             filter: None,
         };
         table.properties = table.load_properties()?;
         table.filter = table.load_filter()?;
         table.index = table.load_index()?;
+        table.index_heads = table.index.iter().map(|e| key_head(&e.separator)).collect();
+        table.checked = table.index.iter().map(|_| AtomicBool::new(false)).collect();
         Ok(table)
     }
 
@@ -181,6 +209,7 @@ impl Table {
             block: None,
             cost: ReadCost::default(),
             file: None,
+            upper_bound: None,
         }
     }
 
@@ -279,18 +308,53 @@ impl Table {
     /// through here. It records the byte range in `cost` (data blocks only:
     /// the others are in memory since [`open`](Self::open)), verifies the
     /// checksum and kind, and returns the decoded block.
-    fn read_block(
-        &self,
-        handle: BlockHandle,
-        kind: BlockKind,
-        cost: &mut ReadCost,
-        file: Option<&File>,
-    ) -> Result<Block> {
-        if kind == BlockKind::Data {
-            cost.record_data_block(handle.offset, handle.size_with_trailer());
+    ///
+    /// A data block read through the map whose checksum was already checked
+    /// since the table was opened is not checked again (see `checked`); it is
+    /// counted all the same.
+    fn read_block(&self, position: usize, cost: &mut ReadCost, file: Option<&File>) -> Result<Option<Block>> {
+        let Some(entry) = self.index.get(position) else {
+            return Ok(None);
+        };
+        let handle = entry.handle;
+        cost.record_data_block(handle.offset, handle.size_with_trailer());
+        let checked = self.checked.get(position);
+        let contents = match (file, checked) {
+            // Bounds were checked when the index was loaded.
+            (None, Some(done)) if done.load(Ordering::Acquire) => {
+                let start = handle.offset as usize;
+                self.bytes.slice(start..start + handle.size as usize)
+            }
+            _ => {
+                let contents = self.read_verified_from(handle, BlockKind::Data, file)?;
+                if let (None, Some(done)) = (file, checked) {
+                    done.store(true, Ordering::Release);
+                }
+                contents
+            }
+        };
+        self.data_block(contents, handle).map(Some)
+    }
+
+    /// The position of the first data block whose separator is `>= target`
+    /// (the block that holds the first key `>= target`, if any does).
+    fn index_position(&self, target: &[u8]) -> usize {
+        let head = key_head(target);
+        let (mut low, mut high) = (0, self.index_heads.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            let before = match self.index_heads.get(mid).map(|h| h.cmp(&head)) {
+                Some(std::cmp::Ordering::Less) => true,
+                Some(std::cmp::Ordering::Equal) => self.index.get(mid).is_some_and(|e| e.separator.as_slice() < target),
+                _ => false,
+            };
+            if before {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
         }
-        let contents = self.read_verified_from(handle, kind, file)?;
-        self.data_block(contents, handle)
+        low
     }
 
     /// The contents of the block at `handle` (a zero-copy slice of the map),
@@ -491,6 +555,8 @@ pub struct TableIter {
     cost: ReadCost,
     /// Read blocks from this file instead of the map (see [`Table::iter_unmapped`]).
     file: Option<File>,
+    /// Keys at or after this are of no interest (see [`TableIter::set_upper_bound`]).
+    upper_bound: Option<Vec<u8>>,
 }
 
 impl TableIter {
@@ -550,6 +616,17 @@ impl TableIter {
         &self.cost
     }
 
+    /// Tells the iterator that the caller wants no key at or after `bound`
+    /// (RocksDB's `iterate_upper_bound`). When a data block is exhausted and
+    /// its index separator is already at or past the bound, every key of the
+    /// next block is too: the iterator becomes invalid instead of reading it.
+    /// A range read that ends where a block ends reads no block beyond it.
+    /// Keys before the bound are produced as always; the caller still checks
+    /// each key against its own end.
+    pub fn set_upper_bound(&mut self, bound: Option<&[u8]>) {
+        self.upper_bound = bound.map(<[u8]>::to_vec);
+    }
+
     /// The table being read.
     pub fn table(&self) -> &Arc<Table> {
         &self.table
@@ -564,10 +641,7 @@ impl TableIter {
 
     fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
         self.cost.index_lookups += 1;
-        let position = self
-            .table
-            .index
-            .partition_point(|entry| entry.separator.as_slice() < target);
+        let position = self.table.index_position(target);
         // A seek that lands in the block already in hand re-positions inside it:
         // the block was read (and counted) once, as a block cache would serve it.
         let reuse = self.block_index == position && self.block.is_some();
@@ -596,12 +670,9 @@ impl TableIter {
     /// makes it current; past the last block the iterator becomes invalid.
     fn load_block(&mut self, position: usize) -> Result<Option<&mut BlockIter>> {
         self.block = None;
-        let Some(entry) = self.table.index.get(position) else {
+        let Some(block) = self.table.read_block(position, &mut self.cost, self.file.as_ref())? else {
             return Ok(None);
         };
-        let block = self
-            .table
-            .read_block(entry.handle, BlockKind::Data, &mut self.cost, self.file.as_ref())?;
         self.block_index = position;
         Ok(Some(self.block.insert(block.iter())))
     }
@@ -611,6 +682,12 @@ impl TableIter {
     /// the file is damaged.)
     fn skip_exhausted_blocks(&mut self) -> Result<()> {
         while self.block.as_ref().is_some_and(|block| !block.valid()) {
+            if let (Some(bound), Some(entry)) = (&self.upper_bound, self.table.index.get(self.block_index)) {
+                if entry.separator.as_slice() >= bound.as_slice() {
+                    self.block = None;
+                    break;
+                }
+            }
             match self.load_block(self.block_index + 1)? {
                 Some(block) => block.seek_to_first()?,
                 None => break,
@@ -967,6 +1044,59 @@ mod tests {
             let result = Table::open(&damaged).and_then(|table| table.verify());
             assert!(result.is_err(), "flip at {offset} went unnoticed");
         }
+        Ok(())
+    }
+
+    #[test]
+    fn an_upper_bound_at_or_below_a_blocks_separator_stops_before_the_next_block() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let (_, table) = paged_table(&dir)?;
+        let blocks = table.index.len();
+        assert!(blocks >= 3, "{blocks} blocks");
+        for (i, entry) in table.index.iter().enumerate().take(blocks - 1) {
+            // At the separator: the next block's keys are all past the bound.
+            let mut iter = table.iter();
+            iter.set_upper_bound(Some(&entry.separator));
+            iter.seek_to_first()?;
+            while iter.valid() {
+                iter.next()?;
+            }
+            assert_eq!(iter.cost().data_blocks, i as u64 + 1, "bound at separator {i}");
+            // Just past it, the next block may hold keys below the bound: it is read.
+            let mut above = entry.separator.clone();
+            above.push(0);
+            let mut iter = table.iter();
+            iter.set_upper_bound(Some(&above));
+            iter.seek_to_first()?;
+            while iter.valid() && iter.key() < above.as_slice() {
+                iter.next()?;
+            }
+            assert_eq!(iter.cost().data_blocks, i as u64 + 2, "bound above separator {i}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_data_block_is_checked_the_first_time_it_is_read_and_then_served_as_checked() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let (path, table) = paged_table(&dir)?;
+        let (entries, _) = scan(&table)?;
+        // Damage the first data block in place, under the open table's map.
+        let mut file = std::fs::OpenOptions::new().write(true).open(&path)?;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(10))?;
+        std::io::Write::write_all(&mut file, b"damage")?;
+        drop(file);
+        let (again, cost) = scan(&table)?;
+        assert_eq!(again.len(), entries.len(), "already checked: read as it is now");
+        assert_eq!(
+            cost.data_blocks,
+            table.properties().data_blocks,
+            "and counted all the same"
+        );
+        assert!(matches!(table.verify(), Err(Error::Corruption { offset: 0, .. })));
+        // A table opened afresh checks it again.
+        let reopened = Arc::new(Table::open(&path)?);
+        assert!(matches!(scan(&reopened), Err(Error::Corruption { offset: 0, .. })));
         Ok(())
     }
 
