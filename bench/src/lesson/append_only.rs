@@ -117,7 +117,7 @@ pub fn append_only(dir: &Path) -> Result<AppendOnlyReport> {
     append_only_with(dir, &Silent)
 }
 
-/// [`append_only`], reporting the load's progress.
+/// [`append_only()`], reporting the load's progress.
 pub fn append_only_with(dir: &Path, progress: &dyn Progress) -> Result<AppendOnlyReport> {
     prepare(dir)?;
     let options = FamilyOptions::default()

@@ -187,7 +187,7 @@ pub fn layout(dir: &Path) -> Result<LayoutReport> {
     layout_with(dir, &Silent)
 }
 
-/// [`layout`], reporting the load's progress.
+/// [`layout()`], reporting the load's progress.
 pub fn layout_with(dir: &Path, progress: &dyn Progress) -> Result<LayoutReport> {
     prepare(dir)?;
     // Two stores, as the lesson compares two layouts of the same records. Both

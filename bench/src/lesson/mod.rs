@@ -10,10 +10,10 @@
 //! now from the engine's [`Trace`]s, [`cellar_engine::Stats`] and table list;
 //! then one line per figure that differs, saying why.
 //!
-//! * [`append_only`]: tombstones, sources visited newest to oldest, compaction.
-//! * [`wide_row`]: a 4,000-column row sliced by column range, and the same
+//! * [`append_only()`]: tombstones, sources visited newest to oldest, compaction.
+//! * [`wide_row()`]: a 4,000-column row sliced by column range, and the same
 //!   question asked of a table partitioned by another key.
-//! * [`layout`]: column families against one family holding every field,
+//! * [`layout()`]: column families against one family holding every field,
 //!   counted in pages touched.
 
 mod append_only;

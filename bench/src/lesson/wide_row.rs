@@ -109,7 +109,7 @@ pub fn wide_row(dir: &Path) -> Result<WideRowReport> {
     wide_row_with(dir, &Silent)
 }
 
-/// [`wide_row`], reporting the load's progress.
+/// [`wide_row()`], reporting the load's progress.
 pub fn wide_row_with(dir: &Path, progress: &dyn Progress) -> Result<WideRowReport> {
     prepare(dir)?;
     // One flush at the end puts each family in one table file; no background
