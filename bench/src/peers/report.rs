@@ -59,7 +59,7 @@ fn num<T: std::str::FromStr>(w: Option<&str>) -> Result<T> {
         .ok_or_else(|| Error::Peer(format!("bad report field {w:?}")))
 }
 
-/// Reads what [`format`] wrote.
+/// Reads what [`format()`] wrote.
 pub fn parse(text: &str) -> Result<RunReport> {
     let mut r = RunReport::default();
     for line in text.lines() {

@@ -213,7 +213,7 @@ pub fn format(phases: &[Phase]) -> String {
     out
 }
 
-/// Reads what [`format`] wrote.
+/// Reads what [`format()`] wrote.
 pub fn parse(text: &str) -> Result<Vec<Phase>> {
     fn num<T: std::str::FromStr>(w: Option<&str>) -> Result<T> {
         w.and_then(|w| w.parse().ok())

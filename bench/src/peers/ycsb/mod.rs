@@ -148,7 +148,7 @@ pub fn format(run: &YcsbRun) -> String {
     out
 }
 
-/// Reads what [`format`] wrote.
+/// Reads what [`format()`] wrote.
 pub fn parse(text: &str) -> Result<YcsbRun> {
     fn num<T: std::str::FromStr>(w: Option<&str>) -> Result<T> {
         w.and_then(|w| w.parse().ok())
