@@ -40,6 +40,7 @@
 )]
 
 mod batch;
+mod clock;
 mod compaction;
 mod error;
 mod files;

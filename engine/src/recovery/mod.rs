@@ -239,7 +239,7 @@ fn flush_replayed(
         let run = next_file.fetch_add(1, Ordering::SeqCst);
         let mut output = TableOutput::new(&fam.dir, next_file, &fam.options, run, false);
         // Every replayed write is visible to every reader of the opened store.
-        compaction::flush_memtable(memtable, &fam.options, u64::MAX, crate::store::now_ms(), &mut output)?;
+        compaction::flush_memtable(memtable, &fam.options, u64::MAX, crate::clock::now_ms(), &mut output)?;
         for table in output.finish()? {
             fam.counters.flush_bytes.fetch_add(table.meta.size, Ordering::Relaxed);
             edits.push(Edit::AddTable {

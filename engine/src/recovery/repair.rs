@@ -255,7 +255,7 @@ pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
         let Some(family) = families.get(id) else { continue };
         let run = next_file.fetch_add(1, Ordering::SeqCst);
         let mut output = TableOutput::new(&family.dir, &next_file, &family.options, run, false);
-        crate::compaction::flush_memtable(memtable, &family.options, u64::MAX, crate::store::now_ms(), &mut output)?;
+        crate::compaction::flush_memtable(memtable, &family.options, u64::MAX, crate::clock::now_ms(), &mut output)?;
         new_tables.extend(output.finish()?.into_iter().map(|t| (*id, t)));
     }
 

@@ -24,11 +24,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{self, OpRef, WriteBatch};
+use crate::clock::now_ms;
 use crate::compaction::{self, Compactor};
 use crate::error::{Error, Result};
 use crate::files::log_path;
@@ -56,13 +57,6 @@ mod races;
 mod write;
 
 use install::Change;
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// The single writer's state: the log and the sequence counter.
 pub(crate) struct Writer {
