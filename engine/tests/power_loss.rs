@@ -411,7 +411,8 @@ fn a_store_whose_creation_was_cut_short_can_be_created_again() -> TestResult {
     let store_dir = disk.join("store");
     drop(Store::open(&store_dir, StoreOptions::default().family("a"))?);
     // What a cut between the manifest's folder sync and CURRENT's leaves: the
-    // first manifest and nothing naming it.
+    // first manifest, holding only the snapshot it is created with, and
+    // nothing naming it.
     let cut = root.path().join("cut");
     watch.power_loss(&cut)?;
     for entry in std::fs::read_dir(cut.join("store"))? {
@@ -425,6 +426,10 @@ fn a_store_whose_creation_was_cut_short_can_be_created_again() -> TestResult {
             }
         }
     }
+    let manifest = cut.join("store/MANIFEST-000001");
+    let bytes = std::fs::read(&manifest)?;
+    let snapshot = 8 + u32::from_le_bytes(bytes[4..8].try_into()?) as usize;
+    std::fs::write(&manifest, &bytes[..snapshot])?;
 
     let store = Store::open(cut.join("store"), StoreOptions::default().family("a"))?;
     store.put("a", "row", "col", "fresh")?;

@@ -211,3 +211,35 @@ fn repair_refuses_an_open_store_and_a_folder_that_is_not_one() -> TestResult {
     ));
     Ok(())
 }
+
+/// A store that lost `CURRENT` is not a new store: opening it must not
+/// create one over its files (which used to start a fresh `MANIFEST-000001`
+/// in place of the old one). The open names `CURRENT`; repair finds the
+/// newest manifest and brings everything back.
+#[test]
+fn a_store_that_lost_current_is_not_created_again_and_repair_finds_its_manifest() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    store_with_tables_and_log(dir.path());
+    std::fs::remove_file(dir.path().join("CURRENT"))?;
+    let before = names_in(dir.path());
+    for create in [true, false] {
+        match Store::open(dir.path(), options().create_if_missing(create)) {
+            Err(Error::Corruption { file, offset, what }) => {
+                assert_eq!(file, dir.path().join("CURRENT"));
+                assert_eq!(offset, 0);
+                assert!(
+                    what.starts_with("missing, but the folder holds a store's files"),
+                    "{what}"
+                );
+            }
+            other => panic!("expected corruption of CURRENT, got {:?}", other.map(|_| ())),
+        }
+        assert_eq!(names_in(dir.path()), before, "nothing created or removed");
+    }
+    let report = Store::repair(dir.path())?;
+    assert_eq!(report.log_records, 2, "{report:?}");
+    let store = Store::open(dir.path(), options())?;
+    assert_eq!(rows(&store, "a"), ["a0=v0", "a1=v1", "a2=v2", "a3=v3", "a4=v4"]);
+    assert_eq!(rows(&store, "b"), ["b0=v0", "b1=v1"]);
+    Ok(())
+}

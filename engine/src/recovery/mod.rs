@@ -4,7 +4,8 @@
 //! `RecoverLogFile`), each a function below:
 //!
 //! 1. [`check_declared_families`] and [`prepare_folder`]: refuse bad
-//!    arguments and a folder that is not a store before touching anything.
+//!    arguments, a folder that is not a store, and one that lost its
+//!    `CURRENT`, before touching anything.
 //! 2. [`lock_store`]: take the `LOCK` file's OS lock, so no second process
 //!    (or second handle in this process) opens the same store.
 //! 3. [`open_manifest`]: replay the manifest (or create one): families, their
@@ -153,10 +154,47 @@ fn prepare_folder(dir: &Path, options: &StoreOptions) -> Result<()> {
     if !dir.is_dir() {
         return Err(Error::NotAStore { dir: dir.to_path_buf() });
     }
-    if !options.create_if_missing && !dir.join("CURRENT").exists() {
-        return Err(Error::NotAStore { dir: dir.to_path_buf() });
+    let current = dir.join("CURRENT");
+    if !current.exists() {
+        // A store that lost its CURRENT is damaged, not new: creating a store
+        // over its files would hide them (and start a manifest numbered like
+        // its old one).
+        if let Some(evidence) = store_files(dir)? {
+            return Err(Error::corruption(
+                current,
+                0,
+                format!("missing, but the folder holds a store's files ({evidence})"),
+            ));
+        }
+        if !options.create_if_missing {
+            return Err(Error::NotAStore { dir: dir.to_path_buf() });
+        }
     }
     Ok(())
+}
+
+/// A file that only a store that was opened writes, if `dir` holds one: a
+/// log segment (the first open creates one after `CURRENT`), a manifest
+/// other than the first, the first one holding more than the snapshot a
+/// creation starts it with, or a table file. (A creation cut short before
+/// `CURRENT` leaves only the first manifest, which may be started again.)
+fn store_files(dir: &Path) -> Result<Option<String>> {
+    if let Some(number) = files::log_numbers(dir)?.first() {
+        return Ok(Some(format!("log segment {}", log_path(dir, *number).display())));
+    }
+    for number in files::manifest_numbers(dir)? {
+        let path = dir.join(crate::manifest::manifest_file_name(number));
+        let records = log::read_log(&path, log::ReadMode::Salvage).map_or(0, |c| c.records.len());
+        if number != FIRST_MANIFEST || records > 1 {
+            return Ok(Some(format!("manifest {}", path.display())));
+        }
+    }
+    for family in files::family_folders(dir)? {
+        if let Some((_, path)) = files::table_files(&dir.join(family))?.first() {
+            return Ok(Some(format!("table file {}", path.display())));
+        }
+    }
+    Ok(None)
 }
 
 /// Takes the OS lock of the store's `LOCK` file.
