@@ -9,6 +9,12 @@
 //! the table's properties. A block whose checksum fails is reported and its
 //! entries skipped; the command then fails, so a script can rely on the exit code.
 //!
+//! `--from ROW --to ROW --limit N` narrow the dump to the blocks and entries
+//! of a range of rows (sst_dump's `--from`, `--to`, `--read_num`); `--hex`
+//! adds each entry's key and value as stored bytes (`--output_hex`), so a
+//! learner can check the key layout of `engine/FORMAT-log-manifest.md` and
+//! `cellar::key` byte by byte.
+//!
 //! The file is read directly with `cellar-sstable`: the store is not opened,
 //! so a file can be dumped while another process holds the store.
 
@@ -19,7 +25,7 @@ use std::sync::Arc;
 use cellar::key;
 use cellar_sstable::{BlockKind, Table};
 
-use crate::format::{escape, internal_key, timestamp};
+use crate::format::{escape, internal_key, timestamp, unescape};
 use crate::Error;
 
 /// Arguments of `dump`.
@@ -30,10 +36,49 @@ pub struct Args {
     /// List the blocks only, not their entries.
     #[arg(long)]
     pub blocks_only: bool,
+    /// Only entries of rows from this one (inclusive).
+    #[arg(long, value_name = "ROW")]
+    pub from: Option<String>,
+    /// Only entries of rows before this one.
+    #[arg(long, value_name = "ROW")]
+    pub to: Option<String>,
+    /// At most this many entries.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Also print each entry's stored key and value as hexadecimal bytes.
+    #[arg(long)]
+    pub hex: bool,
+}
+
+/// Whether a data block's keys `[first, last]` meet the range `[from, to)`.
+fn overlaps(first: &[u8], last: &[u8], from: &[u8], to: Option<&[u8]>) -> bool {
+    last >= from && to.is_none_or(|to| first < to)
+}
+
+/// Opens the file after checking it is one: a folder or a missing path gets
+/// a sentence, not an operating system error number.
+pub fn open_file(path: &std::path::Path, what: &str) -> Result<std::fs::Metadata, Error> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if meta.is_dir() {
+        return Err(format!("{} is a folder: give the path of {what}", path.display()).into());
+    }
+    Ok(meta)
 }
 
 /// Prints the dump; fails if any checksum does not match.
 pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
+    open_file(&args.file, "a table file (<store>/<family>/<number>.sst)")?;
+    let from = match &args.from {
+        Some(row) => key::row_prefix(&unescape(row)?),
+        None => Vec::new(),
+    };
+    let to = args
+        .to
+        .as_deref()
+        .map(|row| unescape(row).map(|r| key::row_prefix(&r)))
+        .transpose()?;
+    let ranged = args.from.is_some() || args.to.is_some() || args.limit.is_some();
+    let mut left = args.limit.unwrap_or(usize::MAX);
     let table = Arc::new(Table::open(&args.file)?);
     let blocks = table.blocks()?;
     writeln!(
@@ -45,6 +90,16 @@ pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
     )?;
     let mut bad = 0;
     for (i, block) in blocks.iter().enumerate() {
+        let in_range = block.kind == BlockKind::Data
+            && block.checksum_ok
+            && overlaps(&block.first_key, &block.last_key, &from, to.as_deref());
+        if ranged && (left == 0 || (block.kind == BlockKind::Data && block.checksum_ok && !in_range)) {
+            // Only the blocks that hold entries of the range, until the limit.
+            if !block.checksum_ok {
+                bad += 1;
+            }
+            continue;
+        }
         let verdict = if block.checksum_ok { "ok" } else { "MISMATCH" };
         if !block.checksum_ok {
             bad += 1;
@@ -63,19 +118,31 @@ pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
             "block {i} {}: offset {}, {} bytes, {} entries, checksum {verdict}{keys}",
             block.kind, block.handle.offset, block.handle.size, block.entries
         )?;
-        if args.blocks_only || block.kind != BlockKind::Data || !block.checksum_ok {
+        if args.blocks_only || !in_range {
             continue;
         }
-        // The block's entries: seek to its first key and read up to its last.
+        // The block's entries: seek to its first key (or the range's start)
+        // and read up to its last (or the range's end).
         let mut iter = table.iter();
-        iter.seek(&block.first_key)?;
-        while iter.valid() {
+        iter.seek(block.first_key.as_slice().max(from.as_slice()))?;
+        while iter.valid() && left > 0 {
             let k = iter.key().to_vec();
-            writeln!(out, "  {}", entry(&k, &iter.value(), human))?;
+            if to.as_deref().is_some_and(|to| k.as_slice() >= to) {
+                break;
+            }
+            let value = iter.value();
+            writeln!(out, "  {}", entry(&k, &value, human))?;
+            if args.hex {
+                writeln!(out, "    key {} value {}", hex(&k), hex(&value))?;
+            }
+            left -= 1;
             if k == block.last_key {
                 break;
             }
             iter.next()?;
+        }
+        if left == 0 {
+            writeln!(out, "  (--limit {} reached)", args.limit.unwrap_or(0))?;
         }
     }
     let p = table.properties();
@@ -99,6 +166,11 @@ pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
         report.blocks, report.entries, report.bytes
     )?;
     Ok(())
+}
+
+/// Bytes as hexadecimal digits, two per byte.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02X}")).collect()
 }
 
 /// One entry: the decoded key, its sequence number and kind, and the value.

@@ -71,41 +71,10 @@ fn hex_digit(c: u8) -> Option<u8> {
 /// `human` as a UTC date such as `2024-03-02T10:15:00.000Z`.
 pub fn timestamp(ms: u64, human: bool) -> String {
     if human {
-        utc_date(ms)
+        crate::clock::utc_date(ms)
     } else {
         ms.to_string()
     }
-}
-
-/// Formats milliseconds since the epoch as an ISO 8601 UTC date, with the
-/// days-to-civil conversion of Howard Hinnant's `date` algorithms (no time
-/// zone database needed for UTC).
-pub fn utc_date(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    // Shift the epoch to 0000-03-01 so that leap days fall at the end of a year.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
 }
 
 /// One cell as the HBase shell prints it after the row or column:
@@ -170,6 +139,10 @@ pub fn cell_json(row: &[u8], cell: &Cell) -> Value {
 
 /// An internal key (see `cellar::key`) as `row/column@timestamp`, with the
 /// kind of a tombstone spelled out. Keys that do not parse are shown escaped.
+///
+/// A `/` inside the row is written `\x2F`, so the first `/` always ends the
+/// row: row `a/b` with column `c` is `a\x2Fb/c@1`, row `a` with column `b/c`
+/// is `a/b/c@1`. (The timestamp follows the last `@`.)
 pub fn internal_key(k: &[u8]) -> String {
     match key::parse(k) {
         Some(p) => {
@@ -183,7 +156,8 @@ pub fn internal_key(k: &[u8]) -> String {
             } else {
                 escape(&p.column)
             };
-            format!("{}/{}@{}{what}", escape(&p.row), column, p.timestamp)
+            let row = escape(&p.row).replace('/', "\\x2F");
+            format!("{row}/{column}@{}{what}", p.timestamp)
         }
         None => escape(k),
     }
@@ -253,11 +227,5 @@ mod tests {
     fn a_lone_backslash_is_a_bad_escape() {
         assert!(unescape("a\\qb").is_err());
         assert!(unescape("a\\x4").is_err());
-    }
-
-    #[test]
-    fn dates_are_utc() {
-        assert_eq!(utc_date(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(utc_date(1_709_374_500_123), "2024-03-02T10:15:00.123Z");
     }
 }

@@ -221,6 +221,31 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Error> {
         args.writes,
         run.distinct_rows()
     )?;
+    if let Some((earlier, later)) = run.first_collision {
+        let fields = |i: usize| -> String {
+            run.records.get(i).map_or_else(String::new, |r| {
+                r.fields
+                    .iter()
+                    .map(|(name, value)| format!("{name}={value}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+        };
+        let key = run.keys.get(later).map(|k| cellar_keys::encoding::to_string_binary(k));
+        writeln!(
+            out,
+            "warning: {} of {} writes render a key an earlier write already has, and overwrite it: \
+             write {} ({}) and write {} ({}) are both {}; put a separator between variable parts, \
+             or end the key with a unique field",
+            run.verdict.collisions,
+            args.writes,
+            earlier + 1,
+            fields(earlier),
+            later + 1,
+            fields(later),
+            key.unwrap_or_default()
+        )?;
+    }
     for line in run.verdict.lines() {
         writeln!(out, "{line}")?;
     }

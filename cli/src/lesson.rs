@@ -6,7 +6,7 @@
 //! lesson, for a learner to open and explore.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cellar_bench::lesson;
 use cellar_bench::progress::TerminalBar;
@@ -20,11 +20,6 @@ pub struct Args {
     /// Which lesson to run.
     #[arg(value_enum, default_value_t = Which::All)]
     which: Which,
-    /// Keep the stores in this folder (one subfolder per lesson, which must be
-    /// empty or absent) instead of a temporary folder. Set from the global
-    /// `--dir` (see `Cli`), which the store commands share.
-    #[arg(skip)]
-    pub dir: Option<PathBuf>,
 }
 
 /// The lessons, by the name the command line knows them by.
@@ -60,13 +55,15 @@ impl Which {
     }
 }
 
-/// Runs the chosen lessons and prints their tables on stdout.
-pub fn run(args: &Args) -> Result<(), Error> {
-    let temporary = match &args.dir {
+/// Runs the chosen lessons and prints their tables on stdout. With `dir` (the
+/// global `--dir`, which the store commands share) the stores are kept there,
+/// one subfolder per lesson, which must be empty or absent.
+pub fn run(args: &Args, dir: Option<&Path>) -> Result<(), Error> {
+    let temporary = match dir {
         Some(_) => None,
         None => Some(tempfile::Builder::new().prefix("cellar-lesson-").tempdir()?),
     };
-    let root: &Path = match (&args.dir, &temporary) {
+    let root: &Path = match (dir, &temporary) {
         (Some(dir), _) => dir,
         (None, Some(t)) => t.path(),
         (None, None) => return Err("no folder for the lesson's stores".into()),

@@ -1,31 +1,28 @@
-//! `cellar load FAMILY FILE`: bulk load cells from a file.
+//! `cellar load FAMILY FILE`: bulk load cells (and deletions) from a file in
+//! one of the formats of [`crate::exchange`] (CSV or JSON lines), such as one
+//! written by `cellar export`.
 //!
-//! Two formats, told apart by the first non-blank character (`{` means JSON):
-//!
-//! * CSV, one cell per line: `row,column,value[,ts]`. Fields may be quoted
-//!   (`"a,b"`, with `""` for a quote inside); a first line of exactly
-//!   `row,column,value[,ts]` is a header and skipped.
-//! * JSON lines, one object per line: either one cell,
-//!   `{"row": "r", "column": "c", "value": "v", "ts": 17}`, or one row with a
-//!   column per other field, `{"row": "r", "title": "Dune", "year": 1965}`
-//!   (non-string values are written as their JSON text).
-//!
-//! Every text field accepts `\xNN` escapes. Cells go to the store in write
-//! batches of [`BATCH`]: one log record each, instead of one per cell, which
-//! is how bulk loaders amortise the write-ahead log.
+//! The load is in two passes. The first reads the whole file and checks every
+//! line (syntax, escapes, timestamps, empty rows, the store's size limits),
+//! writing nothing; a bad line stops the load with its file and line number
+//! and the store unchanged. The second writes, in batches of [`BATCH`] entries:
+//! one log record each instead of one per cell, which is how bulk loaders
+//! amortise the write-ahead log. A batch is atomic, the whole load is not: if
+//! the store fails in the middle of the second pass (a full disk), the batches
+//! before stay written, and the error says how many entries and lines they were.
 
 use std::io::{BufRead, BufReader, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use cellar::key::Kind;
 use cellar::{Store, WriteBatch};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::Value;
 
-use crate::format::unescape;
+use crate::exchange::{self, Entry, Format};
 use crate::Error;
 
-/// Cells per write batch: large enough to amortise a log record, small enough
-/// that one batch never dominates a memtable.
+/// Entries per write batch: large enough to amortise a log record, small
+/// enough that one batch never dominates a memtable.
 const BATCH: usize = 1000;
 
 /// Arguments of `load`.
@@ -33,168 +30,123 @@ const BATCH: usize = 1000;
 pub struct Args {
     /// Column family to load into.
     pub family: String,
-    /// CSV or JSON-lines file.
+    /// CSV (`row,column,value[,timestamp]`) or JSON-lines file.
     pub file: PathBuf,
 }
 
-/// One cell read from the file.
-struct Record {
-    row: Vec<u8>,
-    column: Vec<u8>,
-    value: Vec<u8>,
-    ts: Option<u64>,
-}
-
-/// Loads the file; reports how many cells were written.
+/// Loads the file; reports how many entries were written.
 pub fn run(store: &Store, args: &Args, out: &mut dyn Write) -> Result<(), Error> {
     if !store.families().contains(&args.family) {
         return Err(format!("unknown column family {:?}", args.family).into());
     }
-    let file = std::fs::File::open(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let path = &args.file;
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
     // Drawn on stderr, and only for a person watching: a script piping the
     // output gets no escape codes.
     let bar = if std::io::stderr().is_terminal() {
-        ProgressBar::new(size)
+        ProgressBar::new(2 * size)
     } else {
-        ProgressBar::with_draw_target(Some(size), ProgressDrawTarget::hidden())
+        ProgressBar::with_draw_target(Some(2 * size), ProgressDrawTarget::hidden())
     };
     if let Ok(style) = ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}") {
         bar.set_style(style);
     }
-    let reader = BufReader::new(file);
+
+    bar.set_message("checking");
+    let (puts, deletions) = each_entry(path, &bar, |_, entry| entry.check())?;
+
+    bar.set_message("loading");
     let mut batch = WriteBatch::new();
-    let mut cells = 0u64;
-    let mut json: Option<bool> = None;
-    for (n, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| format!("{}: {e}", args.file.display()))?;
-        bar.inc(line.len() as u64 + 1);
-        let text = line.trim();
-        if text.is_empty() {
-            continue;
+    let mut first_line = 0; // first line of the batch being filled
+    let mut written = 0u64;
+    let mut write = |batch: &mut WriteBatch, first_line: usize, last_line: usize| -> Result<(), Error> {
+        store.write(batch).map_err(|e| {
+            format!(
+                "{}: writing lines {first_line}-{last_line} failed: {e}; the {written} entries of the lines \
+                 before are written, the rest is not",
+                path.display()
+            )
+        })?;
+        written += batch.len() as u64;
+        *batch = WriteBatch::new();
+        Ok(())
+    };
+    let mut last_line = 0;
+    each_entry(path, &bar, |line, e| {
+        if batch.is_empty() {
+            first_line = line;
         }
-        let is_json = *json.get_or_insert_with(|| text.starts_with('{'));
-        let at = |e: Error| -> Error { format!("{} line {}: {e}", args.file.display(), n + 1).into() };
-        let records = if is_json {
-            json_records(text).map_err(at)?
-        } else if n == 0 && is_header(text) {
-            continue;
-        } else {
-            vec![csv_record(text).map_err(at)?]
-        };
-        for r in records {
-            match r.ts {
-                Some(ts) => batch.put_at(&args.family, r.row, r.column, ts, r.value),
-                None => batch.put(&args.family, r.row, r.column, r.value),
-            };
-            cells += 1;
-        }
+        add(&mut batch, &args.family, e);
+        last_line = line;
         if batch.len() >= BATCH {
-            store.write(&batch)?;
-            batch = WriteBatch::new();
+            write(&mut batch, first_line, line)?;
         }
-    }
+        Ok(())
+    })?;
     if !batch.is_empty() {
-        store.write(&batch)?;
+        write(&mut batch, first_line, last_line)?;
     }
     bar.finish_and_clear();
+    let deleted = match deletions {
+        0 => String::new(),
+        n => format!(" and {n} deletion(s)"),
+    };
     writeln!(
         out,
-        "loaded {cells} cell(s) into {} from {}",
+        "loaded {puts} cell(s){deleted} into {} from {}",
         args.family,
-        args.file.display()
+        path.display()
     )?;
     Ok(())
 }
 
-fn is_header(line: &str) -> bool {
-    matches!(line, "row,column,value" | "row,column,value,ts")
-}
-
-/// Splits one CSV line into fields (RFC 4180 quoting, one line per record).
-fn csv_fields(line: &str) -> Result<Vec<String>, Error> {
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut chars = line.chars().peekable();
-    let mut quoted = false;
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                chars.next();
-                field.push('"');
-            }
-            ('"', true) => quoted = false,
-            ('"', false) if field.is_empty() => quoted = true,
-            (',', false) => fields.push(std::mem::take(&mut field)),
-            (c, _) => field.push(c),
-        }
-    }
-    if quoted {
-        return Err("unterminated quoted field".into());
-    }
-    fields.push(field);
-    Ok(fields)
-}
-
-fn csv_record(line: &str) -> Result<Record, Error> {
-    let fields = csv_fields(line)?;
-    let (row, column, value, ts) = match fields.as_slice() {
-        [r, c, v] => (r, c, v, None),
-        [r, c, v, t] => (r, c, v, Some(t)),
-        _ => return Err(format!("expected row,column,value[,ts], found {} field(s)", fields.len()).into()),
+fn add(batch: &mut WriteBatch, family: &str, e: Entry) {
+    match (e.kind, e.timestamp) {
+        (Kind::Put, Some(ts)) => batch.put_at(family, e.row, e.column, ts, e.value),
+        (Kind::Put, None) => batch.put(family, e.row, e.column, e.value),
+        (Kind::DeleteCell, Some(ts)) => batch.delete_at(family, e.row, e.column, ts),
+        (Kind::DeleteCell, None) => batch.delete(family, e.row, e.column),
+        (Kind::DeleteRow, Some(ts)) => batch.delete_row_at(family, e.row, ts),
+        (Kind::DeleteRow, None) => batch.delete_row(family, e.row),
     };
-    let ts = ts
-        .map(|t| {
-            t.trim()
-                .parse::<u64>()
-                .map_err(|_| format!("timestamp {t:?} is not a number"))
-        })
-        .transpose()?;
-    Ok(Record {
-        row: unescape(row)?,
-        column: unescape(column)?,
-        value: unescape(value)?,
-        ts,
-    })
 }
 
-fn json_text(v: &Value) -> Result<Vec<u8>, Error> {
-    match v {
-        Value::String(s) => unescape(s),
-        other => Ok(other.to_string().into_bytes()),
-    }
-}
-
-fn json_records(line: &str) -> Result<Vec<Record>, Error> {
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
-    let Value::Object(object) = value else {
-        return Err("expected a JSON object".into());
-    };
-    let row = object.get("row").ok_or("missing \"row\" field")?;
-    let row = json_text(row)?;
-    let ts = match object.get("ts") {
-        None => None,
-        Some(t) => Some(t.as_u64().ok_or("\"ts\" must be a non-negative integer")?),
-    };
-    if let (Some(column), Some(value)) = (object.get("column"), object.get("value")) {
-        return Ok(vec![Record {
-            row,
-            column: json_text(column)?,
-            value: json_text(value)?,
-            ts,
-        }]);
-    }
-    let mut records = Vec::new();
-    for (name, value) in &object {
-        if name == "row" || name == "ts" {
+/// Reads the file and hands every entry to `f` with its line number (from
+/// 1); an error names the file and the line. Returns the number of puts and
+/// of deletions.
+fn each_entry(
+    path: &Path,
+    bar: &ProgressBar,
+    mut f: impl FnMut(usize, Entry) -> Result<(), Error>,
+) -> Result<(u64, u64), Error> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut format: Option<Format> = None;
+    let (mut puts, mut deletions) = (0u64, 0u64);
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let n = i + 1;
+        let line = line.map_err(|e| format!("{} line {n}: {e}", path.display()))?;
+        bar.inc(line.len() as u64 + 1);
+        let text = if n == 1 { exchange::strip_bom(&line) } else { &line };
+        // A CRLF file's lines end with \r; spaces around a field are data.
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        if text.trim().is_empty() {
             continue;
         }
-        records.push(Record {
-            row: row.clone(),
-            column: unescape(name)?,
-            value: json_text(value)?,
-            ts,
-        });
+        let at = |e: Error| -> Error { format!("{} line {n}: {e}", path.display()).into() };
+        let first = format.is_none();
+        let format = *format.get_or_insert_with(|| Format::sniff(text.trim_start()));
+        if first && format == Format::Csv && exchange::is_csv_header(text.trim()) {
+            continue;
+        }
+        for entry in exchange::parse_line(format, text).map_err(at)? {
+            match entry.kind {
+                Kind::Put => puts += 1,
+                _ => deletions += 1,
+            }
+            f(n, entry).map_err(at)?;
+        }
     }
-    Ok(records)
+    Ok((puts, deletions))
 }

@@ -9,18 +9,28 @@
 //! write `cli/src/<name>.rs` with an `Args` struct and `run`, add a variant
 //! here and a line to [`run`].
 
+use std::io::Write;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 
+mod clock;
 mod dump;
+mod exchange;
+mod export;
+mod families;
 mod format;
 mod keys;
 mod lesson;
 mod load;
+mod reads;
 mod repair;
 mod shell;
+mod stats;
 mod store_cmds;
+
+use store_cmds::Switch;
 
 /// A miniature LSM wide-column storage engine that counts what every read costs.
 #[derive(Debug, Parser)]
@@ -31,15 +41,18 @@ struct Cli {
     #[arg(long, value_name = "PATH", global = true)]
     dir: Option<std::path::PathBuf>,
     /// A column family to create if the store lacks it (repeatable); the store
-    /// itself is created when a family is named.
+    /// itself is created when a family is named, in a new or empty folder.
     #[arg(long = "family", value_name = "NAME", global = true)]
     families: Vec<String>,
-    /// Print JSON (get, slice, scan, stats, files, explain).
+    /// Print JSON (families, get, slice, scan, count, stats, files, explain).
     #[arg(long, global = true)]
     json: bool,
     /// Print timestamps as UTC dates instead of milliseconds.
     #[arg(long, global = true)]
     human: bool,
+    /// Print on stderr how long the command took (in the shell, after each line).
+    #[arg(long, global = true)]
+    time: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -73,36 +86,107 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of our output went away (`cellar scan | head`): it has
+        // what it wanted, so stop quietly, as `cat` does when SIGPIPE ends it.
+        Err(e) if is_broken_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("cellar: {e}");
+            // Not eprintln!, which panics when stderr is a closed pipe too.
+            let _ = writeln!(std::io::stderr(), "cellar: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Whether an error is, or was caused by, writing to a pipe whose reader is gone.
+pub fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// Refuses a switch the command would ignore.
+fn check_switches(cli: &Cli, name: &str, uses: impl Fn(Switch) -> bool) -> Result<(), Error> {
+    let given = [
+        (Switch::Json, cli.json, "--json"),
+        (Switch::Human, cli.human, "--human"),
+        (Switch::Dir, cli.dir.is_some(), "--dir"),
+        (Switch::Family, !cli.families.is_empty(), "--family"),
+    ];
+    for (switch, on, flag) in given {
+        if on && !uses(switch) {
+            return Err(format!("{flag} does not apply to `{name}`").into());
+        }
+    }
+    Ok(())
+}
+
+/// How long something took, in the unit that reads best.
+pub fn took(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format!("{:.2} s", d.as_secs_f64())
+    } else {
+        format!("{:.2} ms", d.as_secs_f64() * 1000.0)
     }
 }
 
 fn run(cli: Cli) -> Result<(), Error> {
     let ctx = store_cmds::Context {
         dir: cli.dir.clone().unwrap_or_else(|| "cellar-data".into()),
-        families: cli.families,
+        families: cli.families.clone(),
         json: cli.json,
         human: cli.human,
     };
-    match cli.command {
-        Command::Lesson(mut args) => {
-            args.dir = cli.dir;
-            lesson::run(&args)
+    let started = Instant::now();
+    let mut opening = None;
+    match &cli.command {
+        Command::Lesson(args) => {
+            check_switches(&cli, "lesson", |s| s == Switch::Dir)?;
+            lesson::run(args, cli.dir.as_deref())?;
         }
-        Command::Shell => shell::run(&ctx),
-        Command::Keys(args) => keys::run(&args, &mut std::io::stdout().lock()),
-        Command::Repair => repair::run(&ctx.dir, &mut std::io::stdout().lock()),
+        Command::Shell => {
+            check_switches(&cli, "shell", |_| true)?;
+            return shell::run(&ctx, cli.time);
+        }
+        Command::Keys(args) => {
+            check_switches(&cli, "keys", |_| false)?;
+            keys::run(args, &mut std::io::stdout().lock())?;
+        }
+        Command::Repair => {
+            check_switches(&cli, "repair", |s| s == Switch::Dir)?;
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            repair::run(&ctx.dir, &mut out)?;
+            out.flush()?;
+        }
         Command::Store(command) => {
+            check_switches(&cli, command.name(), |s| command.uses(s))?;
             let store = if command.needs_store() {
-                Some(store_cmds::open(&ctx)?)
+                let store = store_cmds::open(&ctx, &store_cmds::new_family_options(command))?;
+                opening = Some(started.elapsed());
+                Some(store)
             } else {
                 None
             };
             let stdout = std::io::stdout();
-            store_cmds::run(&ctx, store.as_ref(), &command, &mut stdout.lock())
+            let mut out = stdout.lock();
+            store_cmds::run(&ctx, store.as_ref(), command, &mut out)?;
+            out.flush()?;
         }
     }
+    if cli.time {
+        let total = started.elapsed();
+        let line = match opening {
+            Some(open) => format!("took {}, plus {} to open the store", took(total - open), took(open)),
+            None => format!("took {}", took(total)),
+        };
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+    Ok(())
 }

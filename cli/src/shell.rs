@@ -4,16 +4,22 @@
 //! The store is opened once, so writes stay in the memtable until `flush` and
 //! a learner can watch a memtable fill, flush and compact. Each line is parsed
 //! by the same clap definitions as the command line (`put books b1 title Dune`,
-//! `explain slice books b1 --from a --to m`); `help`, `exit` and `quit` are the
-//! shell's own. On a terminal the prompt has history (kept in
-//! `~/.cellar_history`) and tab completion of command and family names; when
-//! stdin is not a terminal, the shell reads commands line by line without a
-//! prompt, so a script can be piped in. An error prints one line and the shell
-//! goes on; the exit status says whether any command failed.
+//! `explain slice books b1 --from a --to m`), with the same switches
+//! (`--json`, `--human`, `--family`, `--time`); `help`, `help COMMAND`,
+//! `exit` and `quit` are the shell's own, and `COMMAND --help` works too. On a
+//! terminal the prompt has history (kept in `~/.cellar_history`) and tab
+//! completion of commands, options and family names; when several choices
+//! remain, a second Tab lists them, as bash does. When stdin is not a
+//! terminal, the shell reads commands line by line without a prompt, so a
+//! script can be piped in. An error prints clap's whole message (what was
+//! wrong, the usage) and the shell goes on; the exit status says whether any
+//! command failed.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
+use std::time::Instant;
 
+use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
@@ -21,12 +27,12 @@ use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
-use rustyline::{Editor, Helper};
+use rustyline::{CompletionType, Config, Editor, Helper};
 
-use crate::store_cmds::{self, Context, StoreCommand};
-use crate::Error;
+use crate::store_cmds::{self, Context, StoreCommand, Switch};
+use crate::{families, is_broken_pipe, took, Error};
 
-/// One line of the shell: a store command and the printing switches.
+/// One line of the shell: a store command and the switches.
 #[derive(Debug, Parser)]
 #[command(name = "", no_binary_name = true, disable_version_flag = true)]
 struct Line {
@@ -36,15 +42,22 @@ struct Line {
     /// Print timestamps as dates.
     #[arg(long, global = true)]
     human: bool,
+    /// A column family to create if the store lacks it (repeatable).
+    #[arg(long = "family", value_name = "NAME", global = true)]
+    families: Vec<String>,
+    /// Print how long the command took.
+    #[arg(long, global = true)]
+    time: bool,
     #[command(subcommand)]
     command: StoreCommand,
 }
 
 /// Runs the shell until end of input, `exit` or `quit`.
-pub fn run(ctx: &Context) -> Result<(), Error> {
-    let store = store_cmds::open(ctx)?;
+pub fn run(ctx: &Context, time: bool) -> Result<(), Error> {
+    let store = store_cmds::open(ctx, &cellar::FamilyOptions::default())?;
     let mut session = Session {
         ctx: ctx.clone(),
+        time,
         store,
         failures: 0,
     };
@@ -52,7 +65,7 @@ pub fn run(ctx: &Context) -> Result<(), Error> {
         session.interactive()?;
     } else {
         for line in std::io::stdin().lock().lines() {
-            if !session.execute(&line?) {
+            if session.execute(&line?)? == Next::Stop {
                 break;
             }
         }
@@ -65,13 +78,24 @@ pub fn run(ctx: &Context) -> Result<(), Error> {
 
 struct Session {
     ctx: Context,
+    time: bool,
     store: cellar::Store,
     failures: usize,
 }
 
+/// Whether the shell reads another line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    Go,
+    Stop,
+}
+
 impl Session {
     fn interactive(&mut self) -> Result<(), Error> {
-        let mut editor: Editor<Completion, DefaultHistory> = Editor::new()?;
+        // List the choices on a second Tab (bash's way) rather than cycling
+        // through them one Tab at a time.
+        let config = Config::builder().completion_type(CompletionType::List).build();
+        let mut editor: Editor<Completion, DefaultHistory> = Editor::with_config(config)?;
         editor.set_helper(Some(Completion {
             families: self.store.families(),
         }));
@@ -80,15 +104,16 @@ impl Session {
             // No history yet is not an error.
             let _ = editor.load_history(path);
         }
-        println!(
+        writeln!(
+            std::io::stdout(),
             "cellar shell on {}: type `help`, `exit` to leave",
             self.ctx.dir.display()
-        );
+        )?;
         loop {
             match editor.readline("cellar> ") {
                 Ok(line) => {
                     let _ = editor.add_history_entry(line.as_str());
-                    if !self.execute(&line) {
+                    if self.execute(&line)? == Next::Stop {
                         break;
                     }
                     // A `create` may have added families: complete them too.
@@ -107,67 +132,105 @@ impl Session {
         Ok(())
     }
 
-    /// Runs one line; false when the shell should stop.
-    fn execute(&mut self, line: &str) -> bool {
-        let words = match split_words(line) {
-            Ok(words) => words,
-            Err(e) => {
-                self.fail(&e);
-                return true;
+    /// Runs one line. An error of the command is reported and counted; an
+    /// error returned stops the shell (stdout is gone).
+    fn execute(&mut self, line: &str) -> Result<Next, Error> {
+        let started = Instant::now();
+        let result = self.execute_line(line);
+        match result {
+            Ok(next) => {
+                if self.time && next == Next::Go && !line.trim().is_empty() {
+                    let _ = writeln!(std::io::stderr(), "took {}", took(started.elapsed()));
+                }
+                Ok(next)
             }
-        };
+            Err(e) if is_broken_pipe(e.as_ref()) => Ok(Next::Stop),
+            Err(e) => {
+                self.fail(&e.to_string());
+                Ok(Next::Go)
+            }
+        }
+    }
+
+    fn execute_line(&mut self, line: &str) -> Result<Next, Error> {
+        let words = split_words(line)?;
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
         match words.first().map(String::as_str) {
-            None => return true,
-            Some(w) if w.starts_with('#') => return true,
-            Some("exit" | "quit") => return false,
-            Some("help") => {
+            None => return Ok(Next::Go),
+            Some(w) if w.starts_with('#') => return Ok(Next::Go),
+            Some("exit" | "quit") => return Ok(Next::Stop),
+            Some("help") if words.len() == 1 => {
                 let mut help = Line::command().help_template("{subcommands}");
-                println!("{}", help.render_help());
-                return true;
+                writeln!(out, "{}", help.render_help())?;
+                writeln!(out, "  help COMMAND   what COMMAND takes (also COMMAND --help)")?;
+                writeln!(out, "  exit, quit     leave the shell")?;
+                return Ok(Next::Go);
             }
             Some(_) => {}
         }
+        // `help put` is `put --help`.
+        let words = match words.split_first() {
+            Some((first, rest)) if first == "help" => {
+                let mut w = rest.to_vec();
+                w.push("--help".into());
+                w
+            }
+            _ => words,
+        };
         let parsed = match Line::try_parse_from(&words) {
             Ok(parsed) => parsed,
-            Err(e) => {
-                // clap's message spans lines; the first says what was wrong.
-                let text = e.to_string();
-                let first = text
-                    .lines()
-                    .next()
-                    .unwrap_or("bad command")
-                    .trim_start_matches("error: ");
-                self.fail(&first.to_string().into());
-                return true;
+            Err(e) if e.kind() == ErrorKind::DisplayHelp => {
+                write!(out, "{e}")?;
+                return Ok(Next::Go);
             }
+            Err(e) => {
+                // clap's whole message: what was wrong, the usage, and how to get help.
+                drop(out);
+                self.fail(e.to_string().trim_end().trim_start_matches("error: "));
+                return Ok(Next::Go);
+            }
+        };
+        let name = parsed.command.name();
+        for (on, switch, flag) in [
+            (parsed.json, Switch::Json, "--json"),
+            (parsed.human, Switch::Human, "--human"),
+            (!parsed.families.is_empty(), Switch::Family, "--family"),
+        ] {
+            if on && !parsed.command.uses(switch) {
+                return Err(format!("{flag} does not apply to `{name}`").into());
+            }
+        }
+        // The families the shell was started with exist already; a line's
+        // own `--family` names the ones this command is about.
+        let families = if parsed.families.is_empty() {
+            self.ctx.families.clone()
+        } else {
+            parsed.families.clone()
         };
         let ctx = Context {
             json: self.ctx.json || parsed.json,
             human: self.ctx.human || parsed.human,
+            families,
             ..self.ctx.clone()
         };
-        if let StoreCommand::Create = parsed.command {
-            for family in &ctx.families {
-                if !self.store.families().contains(family) {
-                    if let Err(e) = self.store.create_family(family, cellar::FamilyOptions::default()) {
-                        self.fail(&e.into());
-                        return true;
-                    }
-                }
-            }
+        let started = Instant::now();
+        families::ensure(
+            &self.store,
+            &ctx.families,
+            &store_cmds::new_family_options(&parsed.command),
+        )?;
+        store_cmds::run(&ctx, Some(&self.store), &parsed.command, &mut out)?;
+        out.flush()?;
+        if parsed.time && !self.time {
+            let _ = writeln!(std::io::stderr(), "took {}", took(started.elapsed()));
         }
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        if let Err(e) = store_cmds::run(&ctx, Some(&self.store), &parsed.command, &mut out) {
-            self.fail(&e);
-        }
-        let _ = out.flush();
-        true
+        Ok(Next::Go)
     }
 
-    fn fail(&mut self, e: &Error) {
+    fn fail(&mut self, message: &str) {
         self.failures += 1;
-        eprintln!("cellar: {e}");
+        let _ = writeln!(std::io::stderr(), "cellar: {message}");
     }
 }
 
@@ -196,20 +259,60 @@ fn split_words(line: &str) -> Result<Vec<String>, Error> {
     Ok(words)
 }
 
-/// Tab completion: the first word from the command names, the second (for
-/// commands that take a family first) from the store's families.
+/// Tab completion, read from the clap definitions so it never lags behind
+/// them: the first word from the command names, a word starting with `-` from
+/// the options of the command being typed, and a family name where the
+/// command's first argument is a family or after `--family`.
 struct Completion {
     families: Vec<String>,
 }
 
 impl Completion {
-    fn commands() -> Vec<String> {
-        let mut names: Vec<String> = Line::command()
-            .get_subcommands()
-            .map(|c| c.get_name().to_string())
-            .collect();
-        names.extend(["help", "exit", "quit"].map(String::from));
-        names
+    /// The choices for the word after `previous` (the words typed before it).
+    fn choices(&self, previous: &[&str], partial: &str) -> Vec<String> {
+        let root = Line::command();
+        // Walk down the subcommands named so far (`explain slice ...`).
+        let mut command = &root;
+        let mut positionals = 0;
+        for word in previous {
+            match command.find_subcommand(word) {
+                Some(sub) if positionals == 0 => command = sub,
+                _ if word.starts_with('-') => {}
+                _ => positionals += 1,
+            }
+        }
+        if previous.last() == Some(&"--family") {
+            return self.families.clone();
+        }
+        if partial.starts_with('-') {
+            let mut options: Vec<String> = command
+                .get_arguments()
+                .chain(root.get_arguments())
+                .filter_map(|a| a.get_long())
+                .map(|l| format!("--{l}"))
+                .collect();
+            options.push("--help".into());
+            options.sort();
+            options.dedup();
+            return options;
+        }
+        if previous.is_empty() {
+            let mut names: Vec<String> = root.get_subcommands().map(|c| c.get_name().to_string()).collect();
+            names.extend(["help", "exit", "quit"].map(String::from));
+            return names;
+        }
+        if previous == ["help"] {
+            return root.get_subcommands().map(|c| c.get_name().to_string()).collect();
+        }
+        let subcommands: Vec<String> = command.get_subcommands().map(|c| c.get_name().to_string()).collect();
+        if positionals == 0 && !subcommands.is_empty() {
+            return subcommands;
+        }
+        let first_is_family = command.get_positionals().next().is_some_and(|a| a.get_id() == "family");
+        if positionals == 0 && first_is_family {
+            return self.families.clone();
+        }
+        Vec::new()
     }
 }
 
@@ -221,14 +324,8 @@ impl Completer for Completion {
         let start = before.rfind(' ').map_or(0, |i| i + 1);
         let partial = before.get(start..).unwrap_or("");
         let previous: Vec<&str> = before.get(..start).unwrap_or("").split_whitespace().collect();
-        let options = match previous.as_slice() {
-            [] => Completion::commands(),
-            ["compact" | "put" | "get" | "slice" | "scan" | "delete" | "delete-row" | "load"]
-            | ["explain", "get" | "slice" | "scan"] => self.families.clone(),
-            ["explain"] => ["get", "slice", "scan"].map(String::from).to_vec(),
-            _ => Vec::new(),
-        };
-        let pairs = options
+        let pairs = self
+            .choices(&previous, partial)
             .into_iter()
             .filter(|o| o.starts_with(partial))
             .map(|o| Pair {
@@ -261,5 +358,41 @@ mod tests {
             ["put", "t", "a b", r"c\x00", ""]
         );
         Ok(())
+    }
+
+    fn completion() -> Completion {
+        Completion {
+            families: vec!["books".into(), "loans".into()],
+        }
+    }
+
+    #[test]
+    fn completion_offers_commands_then_families_then_nothing() {
+        let c = completion();
+        let commands = c.choices(&[], "");
+        assert!(commands.iter().any(|x| x == "scan") && commands.iter().any(|x| x == "exit"));
+        assert_eq!(c.choices(&["get"], ""), ["books", "loans"]);
+        assert_eq!(c.choices(&["explain"], ""), ["get", "slice", "scan"]);
+        assert_eq!(c.choices(&["explain", "slice"], ""), ["books", "loans"]);
+        assert_eq!(c.choices(&["create", "--family"], ""), ["books", "loans"]);
+        assert!(c.choices(&["get", "books"], "").is_empty());
+        assert!(c.choices(&["flush"], "").is_empty());
+    }
+
+    #[test]
+    fn completion_offers_the_options_of_the_command_being_typed() {
+        let c = completion();
+        let options = c.choices(&["scan", "books"], "--");
+        for o in [
+            "--columns",
+            "--reverse",
+            "--versions",
+            "--time-range",
+            "--json",
+            "--help",
+        ] {
+            assert!(options.iter().any(|x| x == o), "{o} in {options:?}");
+        }
+        assert!(!options.iter().any(|x| x == "--ts"), "{options:?}");
     }
 }

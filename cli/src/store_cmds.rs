@@ -1,12 +1,15 @@
-//! The commands that work on an open store: write cells, read them back, and
-//! watch what the store does with them (`flush`, `compact`, `stats`, `files`,
-//! `explain`, `check`).
+//! The commands that work on a store: write cells, read them back, and watch
+//! what the store does with them (`flush`, `compact`, `stats`, `files`,
+//! `explain`, `check`), manage its families, move cells in and out (`load`,
+//! `export`) and decode its files (`dump`).
 //!
-//! Each command is one variant of [`StoreCommand`] and one function here. The
-//! same enum is parsed from the process arguments (`cellar put ...`) and from
-//! each line of `cellar shell`, so the two can never drift apart. Commands
-//! write their output to a `&mut dyn Write` rather than printing, for the same
-//! reason.
+//! Each command is one variant of [`StoreCommand`]. The same enum is parsed
+//! from the process arguments (`cellar put ...`) and from each line of
+//! `cellar shell`, so the two can never drift apart. Commands write their
+//! output to a `&mut dyn Write` rather than printing, for the same reason.
+//! This module holds the enum, opening the store, and the small commands;
+//! the reads are in `reads`, families in `families`, `stats` and `files` in
+//! `stats`.
 //!
 //! A note for learners: every `cellar` process opens the store, and opening
 //! replays the write-ahead log and flushes what it held. So when each write is
@@ -17,13 +20,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cellar::{
-    ColumnRange, Error as StoreError, FamilyOptions, RowRange, Settled, SourceKind, Store, StoreOptions, Trace,
-};
-use serde_json::{json, Value};
+use cellar::{Error as StoreError, FamilyOptions, Store, StoreOptions};
 
-use crate::format::{self, escape, unescape};
-use crate::{dump, load, Error};
+use crate::clock;
+use crate::families::{self, CreateArgs};
+use crate::format::unescape;
+use crate::reads::{self, CountArgs, ExplainArgs, GetArgs, ScanArgs, SliceArgs};
+use crate::stats::{self, file_name};
+use crate::{dump, export, load, Error};
 
 /// Options that say which store to open and how to print.
 #[derive(Clone, Debug)]
@@ -41,9 +45,12 @@ pub struct Context {
 /// The commands that `cellar` and `cellar shell` share.
 #[derive(Debug, clap::Subcommand)]
 pub enum StoreCommand {
-    /// Create the store (if needed) and the families named by --family.
-    Create,
-    /// Write one cell (timestamped now, or at --ts milliseconds).
+    /// Create the store (if needed) and the families named by --family, with
+    /// the options given here.
+    Create(CreateArgs),
+    /// Each column family with its options.
+    Families,
+    /// Write one cell (timestamped now, or at --ts).
     Put(PutArgs),
     /// Read one cell, or every column of a row.
     Get(GetArgs),
@@ -51,6 +58,8 @@ pub enum StoreCommand {
     Slice(SliceArgs),
     /// Read rows in row order.
     Scan(ScanArgs),
+    /// Count the rows (and cells) of a family or a range of it.
+    Count(CountArgs),
     /// Delete every version of one column (writes a cell tombstone).
     Delete(DeleteArgs),
     /// Delete every column of a row (writes a row tombstone).
@@ -68,8 +77,10 @@ pub enum StoreCommand {
     Dump(dump::Args),
     /// Run a read and print what it cost, source by source.
     Explain(ExplainArgs),
-    /// Bulk load cells from CSV (row,column,value[,ts]) or JSON lines.
+    /// Bulk load cells from CSV (row,column,value[,timestamp]) or JSON lines.
     Load(load::Args),
+    /// Write a family's cells as JSON lines or CSV that `load` reads back.
+    Export(export::Args),
     /// Re-read every table file and check every checksum.
     Check,
 }
@@ -85,60 +96,9 @@ pub struct PutArgs {
     pub column: String,
     /// Value.
     pub value: String,
-    /// Timestamp in milliseconds since the epoch (default: now).
-    #[arg(long)]
+    /// Timestamp: milliseconds since 1970 or an ISO 8601 date (default: now).
+    #[arg(long, value_parser = clock::timestamp_arg)]
     pub ts: Option<u64>,
-}
-
-/// `get FAMILY ROW [COLUMN]`.
-#[derive(Debug, clap::Args)]
-pub struct GetArgs {
-    /// Column family.
-    pub family: String,
-    /// Row key.
-    pub row: String,
-    /// Column (default: the whole row).
-    pub column: Option<String>,
-}
-
-/// `slice FAMILY ROW [--from C] [--to C] [--limit N] [--reverse]`.
-#[derive(Debug, clap::Args)]
-pub struct SliceArgs {
-    /// Column family.
-    pub family: String,
-    /// Row key.
-    pub row: String,
-    /// First column (inclusive).
-    #[arg(long)]
-    pub from: Option<String>,
-    /// End column (exclusive).
-    #[arg(long)]
-    pub to: Option<String>,
-    /// At most this many cells.
-    #[arg(long)]
-    pub limit: Option<usize>,
-    /// Walk the range backwards: last column first.
-    #[arg(long)]
-    pub reverse: bool,
-}
-
-/// `scan FAMILY [--from ROW] [--to ROW] [--prefix P] [--limit N]`.
-#[derive(Debug, clap::Args)]
-pub struct ScanArgs {
-    /// Column family.
-    pub family: String,
-    /// First row (inclusive).
-    #[arg(long)]
-    pub from: Option<String>,
-    /// End row (exclusive).
-    #[arg(long)]
-    pub to: Option<String>,
-    /// Only rows starting with this.
-    #[arg(long)]
-    pub prefix: Option<String>,
-    /// At most this many rows.
-    #[arg(long)]
-    pub limit: Option<usize>,
 }
 
 /// `delete FAMILY ROW COLUMN`.
@@ -151,7 +111,7 @@ pub struct DeleteArgs {
     /// Column.
     pub column: String,
     /// Delete versions up to this timestamp only (default: now).
-    #[arg(long)]
+    #[arg(long, value_parser = clock::timestamp_arg)]
     pub ts: Option<u64>,
 }
 
@@ -163,7 +123,7 @@ pub struct DeleteRowArgs {
     /// Row key.
     pub row: String,
     /// Delete versions up to this timestamp only (default: now).
-    #[arg(long)]
+    #[arg(long, value_parser = clock::timestamp_arg)]
     pub ts: Option<u64>,
 }
 
@@ -174,39 +134,112 @@ pub struct CompactArgs {
     pub family: Option<String>,
 }
 
-/// `explain get|slice|scan ...`.
-#[derive(Debug, clap::Args)]
-pub struct ExplainArgs {
-    /// The read to explain.
-    #[command(subcommand)]
-    pub read: ExplainRead,
-}
-
-/// The reads `explain` can run.
-#[derive(Debug, clap::Subcommand)]
-pub enum ExplainRead {
-    /// A cell or a whole row.
-    Get(GetArgs),
-    /// A range of a row's columns.
-    Slice(SliceArgs),
-    /// A range of rows.
-    Scan(ScanArgs),
+/// The switches of the command line that a command may ignore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Switch {
+    /// `--json`.
+    Json,
+    /// `--human`.
+    Human,
+    /// `--dir`.
+    Dir,
+    /// `--family`.
+    Family,
 }
 
 impl StoreCommand {
+    /// The command's name, as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StoreCommand::Create(_) => "create",
+            StoreCommand::Families => "families",
+            StoreCommand::Put(_) => "put",
+            StoreCommand::Get(_) => "get",
+            StoreCommand::Slice(_) => "slice",
+            StoreCommand::Scan(_) => "scan",
+            StoreCommand::Count(_) => "count",
+            StoreCommand::Delete(_) => "delete",
+            StoreCommand::DeleteRow(_) => "delete-row",
+            StoreCommand::Flush => "flush",
+            StoreCommand::Compact(_) => "compact",
+            StoreCommand::Stats => "stats",
+            StoreCommand::Files => "files",
+            StoreCommand::Dump(_) => "dump",
+            StoreCommand::Explain(_) => "explain",
+            StoreCommand::Load(_) => "load",
+            StoreCommand::Export(_) => "export",
+            StoreCommand::Check => "check",
+        }
+    }
+
     /// Whether the command needs an open store (`dump` reads one file).
     pub fn needs_store(&self) -> bool {
         !matches!(self, StoreCommand::Dump(_))
     }
+
+    /// Whether the command does something with a switch. A switch given to a
+    /// command that would ignore it is an error, so that `--json` never
+    /// silently prints text and `--dir` never names a folder nobody reads.
+    pub fn uses(&self, switch: Switch) -> bool {
+        use StoreCommand as C;
+        match switch {
+            Switch::Json => matches!(
+                self,
+                C::Families | C::Get(_) | C::Slice(_) | C::Scan(_) | C::Count(_) | C::Stats | C::Files | C::Explain(_)
+            ),
+            Switch::Human => matches!(self, C::Get(_) | C::Slice(_) | C::Scan(_) | C::Explain(_) | C::Dump(_)),
+            Switch::Dir | Switch::Family => self.needs_store(),
+        }
+    }
+}
+
+/// Refuses a folder that would be a surprise to turn into a store: a file, or
+/// a folder that holds other things than a store. Checked before the engine
+/// touches it, so such a folder is left exactly as it was.
+fn check_folder(dir: &Path) -> Result<(), Error> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "{} is a file, not a folder: --dir names the folder of a store",
+            dir.display()
+        )
+        .into());
+    }
+    if !dir.is_dir() || dir.join("CURRENT").exists() {
+        return Ok(());
+    }
+    // What a store being created leaves before it writes CURRENT.
+    let store_file = |name: &str| {
+        name == "LOCK"
+            || name == "CURRENT.tmp"
+            || name.starts_with("MANIFEST-")
+            || name
+                .strip_suffix(".log")
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        if !store_file(&entry.file_name().to_string_lossy()) {
+            return Err(format!(
+                "{} is not empty and holds no cellar store (no CURRENT file): \
+                 give --dir a new or empty folder",
+                dir.display()
+            )
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// Opens the store in `ctx.dir`, creating it and any `--family` that is
-/// missing. A folder without a store is only created when families are named,
-/// so a mistyped `--dir` does not silently make an empty store.
-pub fn open(ctx: &Context) -> Result<Store, Error> {
+/// missing, with `options`. A folder without a store is only created when
+/// families are named, so a mistyped `--dir` does not silently make an empty
+/// store, and only when it is new or empty.
+pub fn open(ctx: &Context, options: &FamilyOptions) -> Result<Store, Error> {
     let create = !ctx.families.is_empty();
-    let options = StoreOptions::default().create_if_missing(create);
-    let store = Store::open(&ctx.dir, options).map_err(|e| match e {
+    check_folder(&ctx.dir)?;
+    let store_options = StoreOptions::default().create_if_missing(create);
+    let store = Store::open(&ctx.dir, store_options).map_err(|e| match e {
         StoreError::NotAStore { dir } => Error::from(format!(
             "{} is not a cellar store: create one with `cellar --dir {} create --family NAME`",
             dir.display(),
@@ -220,19 +253,21 @@ pub fn open(ctx: &Context) -> Result<Store, Error> {
         )),
         other => other.into(),
     })?;
-    let existing = store.families();
-    for family in &ctx.families {
-        if !existing.contains(family) {
-            // Declared here rather than in StoreOptions: declaring an existing
-            // family with default options would overwrite the options it was
-            // created with.
-            store.create_family(family, FamilyOptions::default())?;
-        }
-    }
+    // Declared here rather than in StoreOptions: declaring an existing family
+    // there would overwrite the options it was created with.
+    families::ensure(&store, &ctx.families, options)?;
     // Opening may start a compaction (the log just flushed may complete a
     // tier); wait, so that what this command prints does not depend on timing.
     store.wait_for_background_work()?;
     Ok(store)
+}
+
+/// The options a command creates missing `--family` families with.
+pub fn new_family_options(command: &StoreCommand) -> FamilyOptions {
+    match command {
+        StoreCommand::Create(a) => a.apply(FamilyOptions::default()),
+        _ => FamilyOptions::default(),
+    }
 }
 
 /// Runs one command on an open store (or none, for `dump`).
@@ -243,44 +278,23 @@ pub fn run(ctx: &Context, store: Option<&Store>, command: &StoreCommand, out: &m
         (_, None) => return Err("no store is open".into()),
     };
     match command {
-        StoreCommand::Create => {
-            let families = store.families();
-            writeln!(out, "store {} has families: {}", ctx.dir.display(), families.join(", "))?;
-        }
+        StoreCommand::Create(a) => families::create(ctx, store, a, out)?,
+        StoreCommand::Families => families::list(ctx, store, out)?,
         StoreCommand::Put(a) => {
             let family = known_family(store, &a.family)?;
-            let (row, column, value) = (unescape(&a.row)?, unescape(&a.column)?, unescape(&a.value)?);
+            let (row, column, value) = (row_key(&a.row)?, unescape(&a.column)?, unescape(&a.value)?);
             match a.ts {
                 Some(ts) => store.put_at(family, row, column, ts, value)?,
                 None => store.put(family, row, column, value)?,
             }
         }
-        StoreCommand::Get(a) => {
-            let (row, cells, _) = get(store, a)?;
-            print_cells(ctx, &a.family, &row, &cells, out)?;
-        }
-        StoreCommand::Slice(a) => {
-            let (row, cells, _) = slice(store, a)?;
-            print_cells(ctx, &a.family, &row, &cells, out)?;
-        }
-        StoreCommand::Scan(a) => {
-            let (rows, _) = scan(store, a)?;
-            if ctx.json {
-                let rows: Vec<Value> = rows
-                    .iter()
-                    .map(|r| {
-                        let cells: Vec<Value> = r.cells.iter().map(|c| format::cell_json(&r.key, c)).collect();
-                        json!({"row": escape(&r.key), "cells": cells})
-                    })
-                    .collect();
-                writeln!(out, "{}", Value::Array(rows))?;
-            } else {
-                write!(out, "{}", format::render_rows(&a.family, &rows, ctx.human))?;
-            }
-        }
+        StoreCommand::Get(a) => reads::get_cmd(ctx, store, a, out)?,
+        StoreCommand::Slice(a) => reads::slice_cmd(ctx, store, a, out)?,
+        StoreCommand::Scan(a) => reads::scan_cmd(ctx, store, a, out)?,
+        StoreCommand::Count(a) => reads::count_cmd(ctx, store, a, out)?,
         StoreCommand::Delete(a) => {
             let family = known_family(store, &a.family)?;
-            let (row, column) = (unescape(&a.row)?, unescape(&a.column)?);
+            let (row, column) = (row_key(&a.row)?, unescape(&a.column)?);
             match a.ts {
                 Some(ts) => store.delete_at(family, row, column, ts)?,
                 None => store.delete(family, row, column)?,
@@ -288,7 +302,7 @@ pub fn run(ctx: &Context, store: Option<&Store>, command: &StoreCommand, out: &m
         }
         StoreCommand::DeleteRow(a) => {
             let family = known_family(store, &a.family)?;
-            let row = unescape(&a.row)?;
+            let row = row_key(&a.row)?;
             match a.ts {
                 Some(ts) => store.delete_row_at(family, row, ts)?,
                 None => store.delete_row(family, row)?,
@@ -296,10 +310,11 @@ pub fn run(ctx: &Context, store: Option<&Store>, command: &StoreCommand, out: &m
         }
         StoreCommand::Flush => flush(store, out)?,
         StoreCommand::Compact(a) => compact(store, a.family.as_deref(), out)?,
-        StoreCommand::Stats => stats(ctx, store, out)?,
-        StoreCommand::Files => files(ctx, store, out)?,
-        StoreCommand::Explain(a) => explain(ctx, store, &a.read, out)?,
+        StoreCommand::Stats => stats::stats(ctx, store, out)?,
+        StoreCommand::Files => stats::files(ctx, store, out)?,
+        StoreCommand::Explain(a) => reads::explain(ctx, store, &a.read, out)?,
         StoreCommand::Load(a) => load::run(store, a, out)?,
+        StoreCommand::Export(a) => export::run(store, a, out)?,
         StoreCommand::Check => check(store, out)?,
         StoreCommand::Dump(_) => {}
     }
@@ -308,7 +323,7 @@ pub fn run(ctx: &Context, store: Option<&Store>, command: &StoreCommand, out: &m
 
 /// The family name if the store has it; otherwise an error that lists the
 /// families it does have.
-fn known_family<'a>(store: &Store, family: &'a str) -> Result<&'a str, Error> {
+pub fn known_family<'a>(store: &Store, family: &'a str) -> Result<&'a str, Error> {
     let families = store.families();
     if families.iter().any(|f| f == family) {
         Ok(family)
@@ -319,73 +334,14 @@ fn known_family<'a>(store: &Store, family: &'a str) -> Result<&'a str, Error> {
     }
 }
 
-type Cells = (Vec<u8>, Vec<cellar::Cell>, Trace);
-
-fn get(store: &Store, a: &GetArgs) -> Result<Cells, Error> {
-    let family = known_family(store, &a.family)?;
-    let row = unescape(&a.row)?;
-    let (cells, trace) = match &a.column {
-        Some(column) => {
-            let (cell, trace) = store.get_traced(family, &row, unescape(column)?)?;
-            (cell.into_iter().collect(), trace)
-        }
-        None => store.get_row_traced(family, &row)?,
-    };
-    Ok((row, cells, trace))
-}
-
-fn column_range(a: &SliceArgs) -> Result<ColumnRange, Error> {
-    let mut range = ColumnRange::all();
-    range.from = a.from.as_deref().map(unescape).transpose()?.map(Into::into);
-    range.to = a.to.as_deref().map(unescape).transpose()?.map(Into::into);
-    if let Some(n) = a.limit {
-        range = range.limit(n);
+/// A row key to write: unescaped, and not empty. The engine could store an
+/// empty row, but HBase refuses one and it would print as a blank row.
+fn row_key(text: &str) -> Result<Vec<u8>, Error> {
+    let row = unescape(text)?;
+    if row.is_empty() {
+        return Err("the row key is empty".into());
     }
-    if a.reverse {
-        range = range.reverse();
-    }
-    Ok(range)
-}
-
-fn slice(store: &Store, a: &SliceArgs) -> Result<Cells, Error> {
-    let family = known_family(store, &a.family)?;
-    let row = unescape(&a.row)?;
-    let (cells, trace) = store.slice_traced(family, &row, &column_range(a)?)?;
-    Ok((row, cells, trace))
-}
-
-fn scan(store: &Store, a: &ScanArgs) -> Result<(Vec<cellar::Row>, Trace), Error> {
-    let family = known_family(store, &a.family)?;
-    let mut range = match &a.prefix {
-        Some(p) => RowRange::prefix(unescape(p)?),
-        None => RowRange::all(),
-    };
-    if let Some(from) = &a.from {
-        range.from = Some(unescape(from)?.into());
-    }
-    if let Some(to) = &a.to {
-        range.to = Some(unescape(to)?.into());
-    }
-    if let Some(n) = a.limit {
-        range = range.limit(n);
-    }
-    Ok(store.scan_traced(family, &range)?)
-}
-
-fn print_cells(
-    ctx: &Context,
-    family: &str,
-    row: &[u8],
-    cells: &[cellar::Cell],
-    out: &mut dyn Write,
-) -> Result<(), Error> {
-    if ctx.json {
-        let cells: Vec<Value> = cells.iter().map(|c| format::cell_json(row, c)).collect();
-        writeln!(out, "{}", Value::Array(cells))?;
-    } else {
-        write!(out, "{}", format::render_cells(family, row, cells, ctx.human))?;
-    }
-    Ok(())
+    Ok(row)
 }
 
 /// `flush`: memtables to table files, then how many files each family has.
@@ -441,261 +397,11 @@ fn compact(store: &Store, family: Option<&str>, out: &mut dyn Write) -> Result<(
         writeln!(
             out,
             "  space amplification {} -> {}",
-            format::ratio(amp(&before)),
-            format::ratio(amp(&after))
+            crate::format::ratio(amp(&before)),
+            crate::format::ratio(amp(&after))
         )?;
     }
     Ok(())
-}
-
-/// `stats`: one column per family, one line per measure.
-fn stats(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Error> {
-    let stats = store.stats()?;
-    if ctx.json {
-        let families: Vec<Value> = stats
-            .families
-            .iter()
-            .map(|f| {
-                json!({
-                    "name": f.name,
-                    "memtable_entries": f.memtable_entries,
-                    "memtable_bytes": f.memtable_bytes,
-                    "frozen_memtables": f.frozen_memtables,
-                    "table_files": f.table_files,
-                    "runs": f.runs,
-                    "table_bytes": f.table_bytes,
-                    "file_sizes": f.file_sizes,
-                    "stored_entries": f.stored_entries,
-                    "live_entries": f.live_entries,
-                    "tombstones": f.tombstones,
-                    "stored_bytes": f.stored_bytes,
-                    "live_bytes": f.live_bytes,
-                    "space_amplification": f.space_amplification(),
-                    "space_amplification_bytes": f.space_amplification_bytes(),
-                    "user_entries_written": f.user_entries_written,
-                    "user_bytes_written": f.user_bytes_written,
-                    "flushes": f.flushes,
-                    "flush_bytes_written": f.flush_bytes_written,
-                    "compactions": f.compactions,
-                    "compaction_bytes_read": f.compaction_bytes_read,
-                    "compaction_bytes_written": f.compaction_bytes_written,
-                    "write_amplification": f.write_amplification(),
-                })
-            })
-            .collect();
-        let doc = json!({
-            "families": families,
-            "log_bytes_written": stats.log_bytes_written,
-            "write_amplification": stats.write_amplification(),
-        });
-        writeln!(out, "{doc}")?;
-        return Ok(());
-    }
-    type Measure = (&'static str, fn(&cellar::FamilyStats) -> String);
-    let measures: [Measure; 11] = [
-        ("memtable entries", |f| f.memtable_entries.to_string()),
-        ("memtable bytes", |f| f.memtable_bytes.to_string()),
-        ("table files", |f| f.table_files.to_string()),
-        ("runs", |f| f.runs.to_string()),
-        ("table bytes", |f| f.table_bytes.to_string()),
-        ("entries stored", |f| f.stored_entries.to_string()),
-        ("entries live", |f| f.live_entries.to_string()),
-        ("tombstones", |f| f.tombstones.to_string()),
-        ("space amplification", |f| format::ratio(f.space_amplification())),
-        ("bytes written by user*", |f| f.user_bytes_written.to_string()),
-        ("write amplification*", |f| format::ratio(f.write_amplification())),
-    ];
-    let mut headers = vec![""];
-    headers.extend(stats.families.iter().map(|f| f.name.as_str()));
-    let rows: Vec<Vec<String>> = measures
-        .iter()
-        .map(|(name, value)| {
-            let mut row = vec![(*name).to_string()];
-            row.extend(stats.families.iter().map(value));
-            row
-        })
-        .collect();
-    write!(out, "{}", format::table(&headers, &rows))?;
-    writeln!(out, "* since this process opened the store")?;
-    Ok(())
-}
-
-/// `files`: every table file, oldest run first, keys shown as `row/column@ts`.
-fn files(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Error> {
-    let tables = store.tables();
-    if ctx.json {
-        let list: Vec<Value> = tables
-            .iter()
-            .map(|t| {
-                json!({
-                    "family": t.family,
-                    "file_id": t.file_id,
-                    "run": t.run,
-                    "path": t.path.display().to_string(),
-                    "size": t.size,
-                    "entries": t.entries,
-                    "tombstones": t.tombstones,
-                    "data_blocks": t.data_blocks,
-                    "first_key": format::internal_key(&t.first_key),
-                    "last_key": format::internal_key(&t.last_key),
-                })
-            })
-            .collect();
-        writeln!(out, "{}", Value::Array(list))?;
-        return Ok(());
-    }
-    let rows: Vec<Vec<String>> = tables
-        .iter()
-        .map(|t| {
-            vec![
-                t.family.clone(),
-                file_name(&t.path),
-                t.run.to_string(),
-                t.size.to_string(),
-                t.entries.to_string(),
-                t.tombstones.to_string(),
-                t.data_blocks.to_string(),
-                format::internal_key(&t.first_key),
-                format::internal_key(&t.last_key),
-            ]
-        })
-        .collect();
-    let headers = [
-        "family",
-        "file",
-        "run",
-        "bytes",
-        "entries",
-        "tombstones",
-        "blocks",
-        "first key",
-        "last key",
-    ];
-    write!(out, "{}", format::table(&headers, &rows))?;
-    writeln!(out, "{} file(s)", tables.len())?;
-    Ok(())
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
-}
-
-/// `explain`: runs the read, prints its result, then its [`Trace`]: the
-/// sources newest first, how each was settled and what it cost.
-fn explain(ctx: &Context, store: &Store, read: &ExplainRead, out: &mut dyn Write) -> Result<(), Error> {
-    let (family, result, trace) = match read {
-        ExplainRead::Get(a) => {
-            let (row, cells, trace) = get(store, a)?;
-            (
-                &a.family,
-                format::render_cells(&a.family, &row, &cells, ctx.human),
-                trace,
-            )
-        }
-        ExplainRead::Slice(a) => {
-            let (row, cells, trace) = slice(store, a)?;
-            (
-                &a.family,
-                format::render_cells(&a.family, &row, &cells, ctx.human),
-                trace,
-            )
-        }
-        ExplainRead::Scan(a) => {
-            let (rows, trace) = scan(store, a)?;
-            (&a.family, format::render_rows(&a.family, &rows, ctx.human), trace)
-        }
-    };
-    let sources: Vec<(String, &cellar::SourceTrace)> = trace
-        .sources
-        .iter()
-        .map(|s| {
-            let name = match s.source {
-                SourceKind::ActiveMemtable => "memtable".to_string(),
-                SourceKind::FrozenMemtable => "frozen memtable".to_string(),
-                SourceKind::Table { file_id, .. } => format!("{family}/{file_id:06}.sst"),
-            };
-            (name, s)
-        })
-        .collect();
-    if ctx.json {
-        let list: Vec<Value> = sources
-            .iter()
-            .map(|(name, s)| {
-                json!({
-                    "source": name,
-                    "settled": settled_name(s.settled),
-                    "filter": filter_answer(s),
-                    "entries_examined": s.entries_examined,
-                    "data_blocks": s.data_blocks,
-                    "data_bytes": s.data_bytes,
-                    "pages_touched": s.pages_touched,
-                    "index_lookups": s.index_lookups,
-                })
-            })
-            .collect();
-        let doc = json!({
-            "sources": list,
-            "sources_visited": trace.sources_visited(),
-            "files_visited": trace.files_visited(),
-            "entries_examined": trace.entries_examined(),
-            "entries_returned": trace.entries_returned,
-            "data_blocks": trace.data_blocks(),
-            "data_bytes": trace.data_bytes(),
-            "pages_touched": trace.pages_touched(),
-        });
-        writeln!(out, "{doc}")?;
-        return Ok(());
-    }
-    write!(out, "{result}")?;
-    writeln!(out)?;
-    let rows: Vec<Vec<String>> = sources
-        .iter()
-        .map(|(name, s)| {
-            vec![
-                name.clone(),
-                settled_name(s.settled).to_string(),
-                filter_answer(s).to_string(),
-                s.data_blocks.to_string(),
-                s.pages_touched.to_string(),
-                s.entries_examined.to_string(),
-            ]
-        })
-        .collect();
-    let headers = ["source", "settled by", "filter", "blocks", "pages", "examined"];
-    write!(out, "{}", format::table(&headers, &rows))?;
-    writeln!(
-        out,
-        "{} source(s) visited ({} file(s)), {} data block(s) ({} bytes, {} page(s)), {} entries examined, {} returned",
-        trace.sources_visited(),
-        trace.files_visited(),
-        trace.data_blocks(),
-        trace.data_bytes(),
-        trace.pages_touched(),
-        trace.entries_examined(),
-        trace.entries_returned
-    )?;
-    Ok(())
-}
-
-fn settled_name(s: Settled) -> &'static str {
-    match s {
-        Settled::KeyRange => "key range",
-        Settled::Filter => "bloom filter",
-        Settled::Searched => "search",
-    }
-}
-
-/// What the bloom filter said: `absent` lets the read skip the file,
-/// `maybe` sends it to the index; `-` when no filter was asked.
-fn filter_answer(s: &cellar::SourceTrace) -> &'static str {
-    if s.filter_negatives > 0 {
-        "absent"
-    } else if s.filter_checks > 0 {
-        "maybe"
-    } else {
-        "-"
-    }
 }
 
 /// `check`: verifies each table file on its own, so that one damaged file

@@ -5,55 +5,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 
-use assert_cmd::cargo::cargo_bin_cmd;
-use assert_cmd::Command;
 use serde_json::Value;
 
-type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
-
-/// `cellar --dir DIR` ready for arguments.
-fn cellar(dir: &Path) -> Command {
-    let mut cmd = cargo_bin_cmd!("cellar");
-    cmd.arg("--dir").arg(dir);
-    cmd
-}
-
-/// Runs a command that must succeed and returns its stdout.
-fn ok(dir: &Path, args: &[&str]) -> Result<String> {
-    let output = cellar(dir).args(args).output()?;
-    let stderr = String::from_utf8(output.stderr)?;
-    if !output.status.success() {
-        return Err(format!("cellar {args:?} failed: {stderr}").into());
-    }
-    Ok(String::from_utf8(output.stdout)?)
-}
-
-/// Runs a command that must fail; returns its stderr, checked to be one line
-/// without a panic.
-fn fails(dir: &Path, args: &[&str]) -> Result<String> {
-    let output = cellar(dir).args(args).output()?;
-    assert_eq!(output.status.code(), Some(1), "cellar {args:?} should exit 1");
-    let stderr = String::from_utf8(output.stderr)?;
-    assert_eq!(stderr.lines().count(), 1, "one line of error: {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    Ok(stderr)
-}
-
-/// A store with family `books` and one row of four columns.
-fn book_store() -> Result<tempfile::TempDir> {
-    let tmp = tempfile::tempdir()?;
-    let dir = tmp.path();
-    ok(dir, &["create", "--family", "books"])?;
-    for (column, value) in [
-        ("author", "Herbert"),
-        ("isbn", "0441013597"),
-        ("title", "Dune"),
-        ("year", "1965"),
-    ] {
-        ok(dir, &["put", "books", "book:1", column, value, "--ts", "1000"])?;
-    }
-    Ok(tmp)
-}
+mod common;
+use common::{book_store, cellar, fails, ok, Result};
 
 #[test]
 fn create_makes_the_store_and_its_families() -> Result {
@@ -343,7 +298,15 @@ fn dump_decodes_a_table_block_by_block() -> Result {
     ok(dir, &["flush"])?;
     let files: Value = serde_json::from_str(&ok(dir, &["files", "--json"])?)?;
     let path = files[0]["path"].as_str().ok_or("no path")?.to_string();
-    let out = ok(dir, &["dump", &path])?;
+    // `dump` reads one file: it takes no --dir.
+    let dump = || {
+        let mut cmd = assert_cmd::Command::new(common::bin());
+        cmd.args(["dump", &path]);
+        cmd
+    };
+    let output = dump().output()?;
+    assert!(output.status.success(), "{output:?}");
+    let out = String::from_utf8(output.stdout)?;
     let lines: Vec<&str> = out.lines().collect();
     assert!(
         lines
@@ -370,7 +333,7 @@ fn dump_decodes_a_table_block_by_block() -> Result {
     );
 
     damage_first_table(dir, "books")?;
-    let output = cellar(dir).args(["dump", &path]).output()?;
+    let output = dump().output()?;
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8(output.stdout)?.contains("checksum MISMATCH"));
     assert_eq!(
@@ -394,7 +357,8 @@ fn load_reads_csv_and_json_lines() -> Result {
     let jsonl = dir.join("rows.jsonl");
     std::fs::write(
         &jsonl,
-        "{\"row\": \"r2\", \"column\": \"a\", \"value\": \"v\", \"ts\": 9}\n{\"row\": \"r3\", \"title\": \"Dune\", \"year\": 1965, \"ts\": 3}\n",
+        "{\"row\": \"r2\", \"column\": \"a\", \"value\": \"v\", \"timestamp\": 9}\n\
+         {\"row\": \"r3\", \"columns\": {\"title\": \"Dune\", \"year\": \"1965\"}, \"timestamp\": 3}\n",
     )?;
     assert_eq!(
         ok(dir, &["load", "t", &jsonl.display().to_string()])?,
@@ -416,7 +380,7 @@ fn load_reads_csv_and_json_lines() -> Result {
     std::fs::write(&bad, "r1,a\n")?;
     let err = fails(dir, &["load", "t", &bad.display().to_string()])?;
     assert!(
-        err.contains("line 1: expected row,column,value[,ts], found 2 field(s)"),
+        err.contains("line 1: expected row,column,value[,timestamp], found 2 field(s)"),
         "{err}"
     );
     Ok(())
@@ -460,6 +424,10 @@ put t r c never
     assert_eq!(
         String::from_utf8(out.stderr)?,
         "cellar: unrecognized subcommand 'nonsense'\n\
+         \n\
+         Usage: [OPTIONS] <COMMAND>\n\
+         \n\
+         For more information, try '--help'.\n\
          cellar: unknown column family \"nope\" (families: t)\n\
          cellar: 2 command(s) failed\n"
     );
@@ -521,7 +489,7 @@ fn a_store_held_by_another_process_is_reported_as_locked() -> Result {
     let dir = tmp.path();
     // A shell waiting on its stdin holds the store open; once it has
     // answered a command, it surely has the store.
-    let mut holder = StdCommand::new(assert_cmd::cargo::cargo_bin!("cellar"))
+    let mut holder = StdCommand::new(common::bin())
         .arg("--dir")
         .arg(dir)
         .arg("shell")
@@ -529,10 +497,10 @@ fn a_store_held_by_another_process_is_reported_as_locked() -> Result {
         .stdout(Stdio::piped())
         .spawn()?;
     let mut stdin = holder.stdin.take().ok_or("no stdin")?;
-    writeln!(stdin, "create")?;
+    writeln!(stdin, "families")?;
     let mut answer = String::new();
     BufReader::new(holder.stdout.take().ok_or("no stdout")?).read_line(&mut answer)?;
-    assert!(answer.starts_with("store "), "{answer}");
+    assert!(answer.starts_with("family "), "{answer}");
     let output = cellar(dir).arg("stats").output()?;
     drop(stdin);
     holder.wait()?;
@@ -545,5 +513,434 @@ fn a_store_held_by_another_process_is_reported_as_locked() -> Result {
             dir.display()
         )
     );
+    Ok(())
+}
+
+/// A family `t` of 3,000 rows `r0000`.. with one cell each, flushed.
+fn long_store() -> Result<tempfile::TempDir> {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "t"])?;
+    let file = dir.join("rows.csv");
+    let rows: String = (0..3000).map(|i| format!("r{i:04},c,value number {i},1\n")).collect();
+    std::fs::write(&file, rows)?;
+    ok(dir, &["load", "t", &file.display().to_string()])?;
+    Ok(tmp)
+}
+
+#[test]
+fn a_reader_that_stops_early_gets_no_error_and_no_panic() -> Result {
+    let tmp = long_store()?;
+    let dir = tmp.path().display().to_string();
+    let bin = common::bin().display().to_string();
+    // `| head -1`, with stderr apart and with stderr in the same pipe.
+    for redirect in ["2>stderr.txt", "2>&1"] {
+        let script = format!("set -o pipefail; '{bin}' --dir '{dir}' scan t {redirect} | head -1");
+        let output = StdCommand::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(tmp.path())
+            .output()?;
+        assert_eq!(String::from_utf8(output.stdout)?, "ROW     COLUMN+CELL\n", "{redirect}");
+        assert_eq!(output.status.code(), Some(0), "{redirect}");
+    }
+    assert_eq!(std::fs::read_to_string(tmp.path().join("stderr.txt"))?, "");
+    Ok(())
+}
+
+#[test]
+fn dir_naming_a_file_and_dump_naming_a_folder_are_said_plainly() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let file = tmp.path().join("notes.txt");
+    std::fs::write(&file, "mine")?;
+    assert_eq!(
+        fails(&file, &["--family", "t", "create"])?,
+        format!(
+            "cellar: {} is a file, not a folder: --dir names the folder of a store\n",
+            file.display()
+        )
+    );
+    let output = assert_cmd::Command::new(common::bin())
+        .args(["dump", &tmp.path().display().to_string()])
+        .output()?;
+    assert_eq!(
+        String::from_utf8(output.stderr)?,
+        format!(
+            "cellar: {} is a folder: give the path of a table file (<store>/<family>/<number>.sst)\n",
+            tmp.path().display()
+        )
+    );
+    Ok(())
+}
+
+#[test]
+fn family_on_a_foreign_folder_is_refused_and_leaves_it_untouched() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    std::fs::write(dir.join("thesis.tex"), "mine")?;
+    assert_eq!(
+        fails(dir, &["--family", "t", "create"])?,
+        format!(
+            "cellar: {} is not empty and holds no cellar store (no CURRENT file): give --dir a new or empty folder\n",
+            dir.display()
+        )
+    );
+    let names: Vec<String> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()?;
+    assert_eq!(names, ["thesis.tex"]);
+    Ok(())
+}
+
+#[test]
+fn stats_show_no_ratio_without_writes_and_the_store_write_amplification() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "t"])?;
+    let text = ok(dir, &["stats"])?;
+    assert!(text.contains("write amplification*       -\n"), "{text}");
+    assert!(
+        text.ends_with(
+            "log bytes written*: 0; store write amplification* (log + flushed + compacted) / user: -\n\
+             * since this process opened the store; - where nothing was written\n"
+        ),
+        "{text}"
+    );
+    let json: Value = serde_json::from_str(&ok(dir, &["stats", "--json"])?)?;
+    assert_eq!(json["write_amplification"], Value::Null);
+    assert_eq!(json["families"][0]["write_amplification"], Value::Null);
+
+    // In one process: 2 puts of 3 user bytes each, then a flush.
+    let script = "put t r a 1 --ts 1\nput t r b 2 --ts 1\nflush\nstats --json\n";
+    let out = common::shell(dir, &[], script)?.1;
+    let json: Value = serde_json::from_str(out.lines().last().ok_or("no stats")?)?;
+    let t = &json["families"][0];
+    assert_eq!(t["user_bytes_written"], 6);
+    let flushed = t["flush_bytes_written"].as_u64().ok_or("no flush bytes")?;
+    assert!(flushed > 0);
+    assert_eq!(t["write_amplification"].as_f64(), Some(flushed as f64 / 6.0));
+    let log = json["log_bytes_written"].as_u64().ok_or("no log bytes")?;
+    assert_eq!(json["write_amplification"].as_f64(), Some((log + flushed) as f64 / 6.0));
+    Ok(())
+}
+
+#[test]
+fn files_tell_a_slash_in_the_row_from_one_in_the_column() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["--family", "t", "put", "t", "a/b", "c", "v", "--ts", "1"])?;
+    ok(dir, &["--family", "u", "put", "u", "a", "b/c", "v", "--ts", "1"])?;
+    ok(dir, &["flush"])?;
+    let files: Value = serde_json::from_str(&ok(dir, &["files", "--json"])?)?;
+    assert_eq!(files[0]["first_key"], "a\\x2Fb/c@1");
+    assert_eq!(files[1]["first_key"], "a/b/c@1");
+    Ok(())
+}
+
+#[test]
+fn a_switch_the_command_would_ignore_is_an_error() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    assert_eq!(
+        fails(dir, &["flush", "--json"])?,
+        "cellar: --json does not apply to `flush`\n"
+    );
+    assert_eq!(
+        fails(dir, &["stats", "--human"])?,
+        "cellar: --human does not apply to `stats`\n"
+    );
+    assert_eq!(
+        fails(dir, &["keys", "--key", "field(order_id)"])?,
+        "cellar: --dir does not apply to `keys`\n"
+    );
+    assert_eq!(
+        common::cellar(dir)
+            .args(["lesson", "layout", "--json"])
+            .output()?
+            .stderr,
+        b"cellar: --json does not apply to `lesson`\n"
+    );
+    Ok(())
+}
+
+#[test]
+fn get_versions_shows_the_versions_a_family_keeps_newest_first() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "m", "--max-versions", "3"])?;
+    ok(dir, &["put", "m", "r", "c", "first", "--ts", "2024-06-01"])?;
+    ok(
+        dir,
+        &["put", "m", "r", "c", "second", "--ts", "2024-06-01T00:00:00.001Z"],
+    )?;
+    assert_eq!(
+        ok(dir, &["get", "m", "r", "c", "--versions", "2"])?,
+        "ROW  COLUMN+CELL\n\
+         \x20r   column=m:c, timestamp=1717200000001, value=second\n\
+         \x20r   column=m:c, timestamp=1717200000000, value=first\n\
+         2 cell(s)\n"
+    );
+    // Without --versions, the newest only; --versions 1 the same.
+    assert_eq!(
+        ok(dir, &["get", "m", "r", "c"])?,
+        ok(dir, &["get", "m", "r", "c", "--versions", "1"])?
+    );
+    // A family that keeps one version has one to show.
+    ok(dir, &["--family", "one", "put", "one", "r", "c", "first", "--ts", "1"])?;
+    ok(dir, &["put", "one", "r", "c", "second", "--ts", "2"])?;
+    assert!(ok(dir, &["get", "one", "r", "c", "--versions", "2"])?.ends_with("1 cell(s)\n"));
+    Ok(())
+}
+
+#[test]
+fn time_range_keeps_the_newest_versions_in_it() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "m", "--max-versions", "3"])?;
+    for (row, column, ts) in [
+        ("r1", "a", "10"),
+        ("r1", "a", "20"),
+        ("r1", "a", "30"),
+        ("r1", "b", "15"),
+        ("r2", "a", "25"),
+    ] {
+        ok(dir, &["put", "m", row, column, &format!("v{ts}"), "--ts", ts])?;
+    }
+    let values = |out: String| -> Vec<String> {
+        out.lines()
+            .filter_map(|l| l.split("value=").nth(1).map(String::from))
+            .collect()
+    };
+    assert_eq!(
+        values(ok(dir, &["get", "m", "r1", "--time-range", "10", "21"])?),
+        ["v20", "v15"]
+    );
+    assert_eq!(
+        values(ok(
+            dir,
+            &["get", "m", "r1", "a", "--time-range", "10", "31", "--versions", "3"]
+        )?),
+        ["v30", "v20", "v10"]
+    );
+    assert_eq!(
+        values(ok(dir, &["slice", "m", "r1", "--time-range", "0", "12"])?),
+        ["v10"]
+    );
+    assert_eq!(
+        values(ok(dir, &["scan", "m", "--time-range", "20", "26"])?),
+        ["v20", "v25"]
+    );
+    assert_eq!(
+        fails(dir, &["get", "m", "r1", "--time-range", "5", "5"])?,
+        "cellar: --time-range 5 5 is empty: FROM must be before TO\n"
+    );
+    Ok(())
+}
+
+#[test]
+fn timestamps_are_milliseconds_or_iso_dates() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(
+        dir,
+        &[
+            "--family",
+            "t",
+            "put",
+            "t",
+            "r",
+            "c",
+            "v",
+            "--ts",
+            "2024-03-02T11:15:00.123+01:00",
+        ],
+    )?;
+    let json: Value = serde_json::from_str(&ok(dir, &["get", "t", "r", "--json"])?)?;
+    assert_eq!(json[0]["timestamp"], 1_709_374_500_123u64);
+    let output = cellar(dir)
+        .args(["put", "t", "r", "c", "v", "--ts", "yesterday"])
+        .output()?;
+    assert_eq!(output.status.code(), Some(2), "a usage error, as clap reports them");
+    let err = String::from_utf8(output.stderr)?;
+    assert!(
+        err.contains("is neither milliseconds since 1970 nor an ISO 8601 date"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn scan_keeps_the_named_columns_and_walks_backwards() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "t"])?;
+    for (row, column) in [("a", "x"), ("a", "y"), ("b", "y"), ("c", "z"), ("d", "x")] {
+        ok(dir, &["put", "t", row, column, &format!("{row}{column}"), "--ts", "1"])?;
+    }
+    let cells = |out: String| -> Vec<String> {
+        out.lines()
+            .filter_map(|l| l.split("value=").nth(1).map(String::from))
+            .collect()
+    };
+    assert_eq!(cells(ok(dir, &["scan", "t", "--columns", "x,z"])?), ["ax", "cz", "dx"]);
+    assert_eq!(
+        cells(ok(dir, &["scan", "t", "--columns", "y", "--columns", "z"])?),
+        ["ay", "by", "cz"]
+    );
+    assert_eq!(
+        cells(ok(dir, &["scan", "t", "--reverse"])?),
+        ["dx", "cz", "by", "ax", "ay"]
+    );
+    assert_eq!(
+        cells(ok(dir, &["scan", "t", "--reverse", "--limit", "2"])?),
+        ["dx", "cz"]
+    );
+    assert_eq!(
+        cells(ok(dir, &["scan", "t", "--reverse", "--columns", "x", "--limit", "1"])?),
+        ["dx"]
+    );
+    assert!(ok(dir, &["scan", "t", "--columns", "x", "--limit", "1"])?.ends_with("1 row(s)\n"));
+    let err = fails(dir, &["explain", "scan", "t", "--reverse"])?;
+    assert!(
+        err.starts_with("cellar: explain traces one read of the engine"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn count_counts_rows_and_cells_in_a_range() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    ok(dir, &["put", "books", "book:2", "title", "Emma", "--ts", "1000"])?;
+    ok(dir, &["put", "books", "magazine:1", "title", "Byte", "--ts", "1000"])?;
+    assert_eq!(ok(dir, &["count", "books"])?, "3 row(s), 6 cell(s)\n");
+    assert_eq!(
+        ok(dir, &["count", "books", "--prefix", "book:"])?,
+        "2 row(s), 5 cell(s)\n"
+    );
+    assert_eq!(
+        ok(dir, &["count", "books", "--from", "book:2", "--json"])?,
+        "{\"cells\":2,\"rows\":2}\n"
+    );
+    Ok(())
+}
+
+#[test]
+fn create_with_options_and_families_lists_them() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "plain"])?;
+    ok(
+        dir,
+        &[
+            "create",
+            "--family",
+            "events",
+            "--max-versions",
+            "3",
+            "--ttl",
+            "7d",
+            "--bloom-bits",
+            "0",
+            "--block-size",
+            "8192",
+            "--tail-copies",
+            "--compaction-trigger",
+            "0",
+        ],
+    )?;
+    assert_eq!(
+        ok(dir, &["families"])?,
+        "family  max versions  ttl  bloom bits  block size  tail copies  compaction\n\
+         plain              1  -            10        4096  off          4 runs\n\
+         events             3  7d            0        8192  on           off\n\
+         2 families\n"
+    );
+    let json: Value = serde_json::from_str(&ok(dir, &["families", "--json"])?)?;
+    assert_eq!(json[1]["ttl_ms"], 7 * 86_400_000u64);
+    // The same options again are fine; other options are for `alter`.
+    ok(
+        dir,
+        &[
+            "create",
+            "--family",
+            "events",
+            "--max-versions",
+            "3",
+            "--ttl",
+            "7d",
+            "--bloom-bits",
+            "0",
+            "--block-size",
+            "8192",
+            "--tail-copies",
+            "--compaction-trigger",
+            "0",
+        ],
+    )?;
+    let err = fails(dir, &["create", "--family", "events", "--max-versions", "2"])?;
+    assert!(err.contains("already exists with other options"), "{err}");
+    assert_eq!(
+        fails(dir, &["create"])?,
+        "cellar: create needs --family NAME (repeat it for several)\n"
+    );
+    Ok(())
+}
+
+#[test]
+fn dump_narrows_to_a_range_of_rows_and_prints_bytes() -> Result {
+    let tmp = long_store()?;
+    let files: Value = serde_json::from_str(&ok(tmp.path(), &["files", "--json"])?)?;
+    let path = files[0]["path"].as_str().ok_or("no path")?.to_string();
+    let dump = |args: &[&str]| -> Result<String> {
+        let output = assert_cmd::Command::new(common::bin())
+            .arg("dump")
+            .arg(&path)
+            .args(args)
+            .output()?;
+        assert!(output.status.success(), "{output:?}");
+        Ok(String::from_utf8(output.stdout)?)
+    };
+    let out = dump(&["--from", "r1000", "--to", "r1003"])?;
+    let entries: Vec<&str> = out.lines().filter(|l| l.starts_with("  row=")).collect();
+    assert_eq!(
+        entries,
+        [
+            "  row=r1000 column=c timestamp=1 seq=1001 put value=value number 1000",
+            "  row=r1001 column=c timestamp=1 seq=1002 put value=value number 1001",
+            "  row=r1002 column=c timestamp=1 seq=1003 put value=value number 1002",
+        ]
+    );
+    // Only the data block holding those rows is listed, then the others.
+    assert_eq!(out.lines().filter(|l| l.contains(" data: offset")).count(), 1, "{out}");
+
+    let out = dump(&["--limit", "1", "--hex"])?;
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines.get(2),
+        Some(&"  row=r0000 column=c timestamp=1 seq=1 put value=value number 0")
+    );
+    // r0000 00 01 | c 00 01 | !1 (8 bytes) | !(1 << 8 | put = 1) (8 bytes)
+    assert_eq!(
+        lines.get(3),
+        Some(&"    key 72303030300001630001FFFFFFFFFFFFFFFEFFFFFFFFFFFFFEFE value 76616C7565206E756D6265722030")
+    );
+    assert_eq!(lines.get(4), Some(&"  (--limit 1 reached)"));
+    Ok(())
+}
+
+#[test]
+fn time_prints_how_long_a_command_took_on_stderr() -> Result {
+    let tmp = book_store()?;
+    let output = cellar(tmp.path())
+        .args(["get", "books", "book:1", "title", "--time"])
+        .output()?;
+    let stderr = String::from_utf8(output.stderr)?;
+    assert!(
+        stderr.starts_with("took ") && stderr.contains(" ms, plus ") && stderr.ends_with(" to open the store\n"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8(output.stdout)?.ends_with("1 cell(s)\n"));
     Ok(())
 }

@@ -18,7 +18,7 @@ fn keys(args: &[&str]) -> Result<String> {
 fn a_timestamp_first_key_is_a_hot_spot() -> Result {
     let out = keys(&["--key", r##"ts(ms) "#" field(order_id)"##, "--writes", "3000"])?;
     assert!(
-        out.contains("verdict: HOT SPOT: the busiest server (#0) took 100.0% of 3000 writes"),
+        out.contains("verdict: HOT SPOT (4.00x even, whole run): the busiest server (#0) took 100.0% of 3000 writes"),
         "{out}"
     );
     assert!(out.contains("3000 of 3000 writes went to the last region"), "{out}");
@@ -113,5 +113,42 @@ fn bad_input_is_one_line_and_exit_1() -> Result {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"));
     }
+    Ok(())
+}
+
+#[test]
+fn keys_that_collide_are_a_warning_and_count_as_lost_writes() -> Result {
+    // No separator: customer 31 + order 2 and customer 3 + order 12 are both `312`.
+    let out = keys(&["--key", "field(customer) field(order_id)"])?;
+    assert!(
+        out.contains(
+            "warning: 8 of 10000 writes render a key an earlier write already has, and overwrite it: \
+             write 2 (customer=31, order_id=2) and write 12 (customer=3, order_id=12) are both 312; "
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "collisions: 8 of 10000 writes LOST: each rendered a key an earlier write had, and overwrote it\n"
+        ),
+        "{out}"
+    );
+    // With a separator, none.
+    let out = keys(&["--key", r##"field(customer) "#" field(order_id)"##])?;
+    assert!(!out.contains("warning") && !out.contains("collisions"), "{out}");
+    Ok(())
+}
+
+#[test]
+fn the_verdict_word_agrees_with_the_ratio_it_prints() -> Result {
+    // 1.25x over the whole run: uneven, though the median slice is 1.24x.
+    let out = keys(&["--key", "field(customer) field(order_id)"])?;
+    assert!(out.contains("verdict: uneven (1.25x even, whole run):"), "{out}");
+    // 1.16x in the median slice, 1.04x over the whole run: even.
+    let out = keys(&["--key", r##"hash(customer,2) "#" field(order_id)"##])?;
+    assert!(
+        out.contains("verdict: spread evenly (1.16x even, median time slice):"),
+        "{out}"
+    );
     Ok(())
 }

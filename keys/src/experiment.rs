@@ -1,6 +1,8 @@
 //! One try of a key: generate the workload, render every key, simulate where
 //! the writes land, and judge the spread.
 
+use std::collections::HashMap;
+
 use crate::encoding::to_string_binary;
 use crate::error::Result;
 use crate::key::KeyDesign;
@@ -48,6 +50,8 @@ pub struct Run {
     pub verdict: Verdict,
     /// The key sizes.
     pub sizes: KeySizes,
+    /// The first collision, if any: (earlier write, later write) with the same key.
+    pub first_collision: Option<(usize, usize)>,
 }
 
 impl Experiment {
@@ -73,7 +77,9 @@ impl Experiment {
             keys.push(key);
         }
         let placement = simulate(&self.cluster, &self.key, &writes)?;
-        let verdict = Verdict::of(&placement);
+        let mut verdict = Verdict::of(&placement);
+        let (collisions, first_collision) = collisions(&keys);
+        verdict.collisions = collisions;
         let total: u64 = keys.iter().map(|k| k.len() as u64).sum();
         let sizes = KeySizes {
             min: keys.iter().map(Vec::len).min().unwrap_or(0),
@@ -88,8 +94,25 @@ impl Experiment {
             placement,
             verdict,
             sizes,
+            first_collision,
         })
     }
+}
+
+/// How many keys repeat an earlier one, and the first such pair.
+fn collisions(keys: &[Vec<u8>]) -> (u64, Option<(usize, usize)>) {
+    let mut first_seen: HashMap<&[u8], usize> = HashMap::with_capacity(keys.len());
+    let mut count = 0;
+    let mut first = None;
+    for (i, key) in keys.iter().enumerate() {
+        if let Some(&earlier) = first_seen.get(key.as_slice()) {
+            count += 1;
+            first.get_or_insert((earlier, i));
+        } else {
+            first_seen.insert(key, i);
+        }
+    }
+    (count, first)
 }
 
 impl Run {

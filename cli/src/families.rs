@@ -1,0 +1,184 @@
+//! Column families: `create` with a family's options, and `families`, which
+//! lists each family with them.
+//!
+//! A family's options say how its data is kept (HBase's column family
+//! attributes: `VERSIONS`, `TTL`, `BLOOMFILTER`, `BLOCKSIZE`,
+//! `DATA_BLOCK_ENCODING`); the manifest records them, so every later open of
+//! the store uses them. `create --family loans --max-versions 3` is HBase's
+//! `create 't', {NAME => 'loans', VERSIONS => 3}`.
+
+use std::io::Write;
+use std::time::Duration;
+
+use cellar::{FamilyOptions, Store};
+use serde_json::{json, Value};
+
+use crate::clock::{self, duration_text};
+use crate::format;
+use crate::store_cmds::Context;
+use crate::Error;
+
+/// The options `create` can give the families it creates.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct CreateArgs {
+    /// Versions kept of each cell [default: 1].
+    #[arg(long, value_name = "N")]
+    pub max_versions: Option<u32>,
+    /// Cells older than this are hidden, then dropped by compaction: 90s, 30m,
+    /// 12h, 7d [default: none].
+    #[arg(long, value_name = "DURATION", value_parser = clock::duration_arg)]
+    pub ttl: Option<Duration>,
+    /// Bloom filter bits per row key; 0 for no filter [default: 10, about 1%
+    /// false positives].
+    #[arg(long, value_name = "N")]
+    pub bloom_bits: Option<u32>,
+    /// Target size of a data block [default: 4096].
+    #[arg(long, value_name = "BYTES")]
+    pub block_size: Option<usize>,
+    /// Store a column name repeated from row to row as a copy of an earlier
+    /// key's (smaller files, slower reads) [default: off].
+    #[arg(long)]
+    pub tail_copies: bool,
+    /// Compact automatically when this many similar-sized runs sit side by
+    /// side; 0 turns it off [default: 4].
+    #[arg(long, value_name = "RUNS")]
+    pub compaction_trigger: Option<usize>,
+}
+
+impl CreateArgs {
+    /// Whether any option was given.
+    pub fn any(&self) -> bool {
+        self.max_versions.is_some()
+            || self.ttl.is_some()
+            || self.bloom_bits.is_some()
+            || self.block_size.is_some()
+            || self.tail_copies
+            || self.compaction_trigger.is_some()
+    }
+
+    /// `base` with the options given here.
+    pub fn apply(&self, mut base: FamilyOptions) -> FamilyOptions {
+        if let Some(n) = self.max_versions {
+            base.max_versions = n;
+        }
+        if let Some(ttl) = self.ttl {
+            base.ttl = Some(ttl);
+        }
+        if let Some(bits) = self.bloom_bits {
+            base.bloom_bits_per_key = bits;
+        }
+        if let Some(bytes) = self.block_size {
+            base.block_size = bytes;
+        }
+        if self.tail_copies {
+            base.tail_copies = true;
+        }
+        if let Some(runs) = self.compaction_trigger {
+            base.compaction_trigger = runs;
+        }
+        base
+    }
+}
+
+/// Creates each family in `names` that the store lacks, with `options`;
+/// returns the names it created.
+pub fn ensure(store: &Store, names: &[String], options: &FamilyOptions) -> Result<Vec<String>, Error> {
+    let existing = store.families();
+    let mut created = Vec::new();
+    for name in names {
+        if !existing.contains(name) && !created.contains(name) {
+            store.create_family(name, options.clone())?;
+            created.push(name.clone());
+        }
+    }
+    Ok(created)
+}
+
+/// `create`: the families named by `--family` exist (created now, or before
+/// with the same options); prints the store's families.
+pub fn create(ctx: &Context, store: &Store, a: &CreateArgs, out: &mut dyn Write) -> Result<(), Error> {
+    if ctx.families.is_empty() {
+        return Err("create needs --family NAME (repeat it for several)".into());
+    }
+    let wanted = a.apply(FamilyOptions::default());
+    let created = ensure(store, &ctx.families, &wanted)?;
+    for name in &ctx.families {
+        if a.any() && !created.contains(name) && store.family_options(name)? != wanted {
+            return Err(format!(
+                "family {name:?} already exists with other options (see `cellar families`); \
+                 `alter` changes them"
+            )
+            .into());
+        }
+    }
+    writeln!(
+        out,
+        "store {} has families: {}",
+        ctx.dir.display(),
+        store.families().join(", ")
+    )?;
+    Ok(())
+}
+
+/// `families`: each family and its options.
+pub fn list(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Error> {
+    let mut families = Vec::new();
+    for name in store.families() {
+        let options = store.family_options(&name)?;
+        families.push((name, options));
+    }
+    if ctx.json {
+        let list: Vec<Value> = families
+            .iter()
+            .map(|(name, o)| {
+                json!({
+                    "name": name,
+                    "max_versions": o.max_versions,
+                    "ttl_ms": o.ttl.map(|t| t.as_millis() as u64),
+                    "bloom_bits_per_key": o.bloom_bits_per_key,
+                    "block_size": o.block_size,
+                    "tail_copies": o.tail_copies,
+                    "compaction_trigger": o.compaction_trigger,
+                    "memtable_max_bytes": o.memtable_max_bytes,
+                    "target_file_bytes": o.target_file_bytes,
+                })
+            })
+            .collect();
+        writeln!(out, "{}", Value::Array(list))?;
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = families
+        .iter()
+        .map(|(name, o)| {
+            vec![
+                name.clone(),
+                o.max_versions.to_string(),
+                o.ttl.map_or_else(|| "-".to_string(), duration_text),
+                o.bloom_bits_per_key.to_string(),
+                o.block_size.to_string(),
+                if o.tail_copies { "on" } else { "off" }.to_string(),
+                match o.compaction_trigger {
+                    0 => "off".to_string(),
+                    n => format!("{n} runs"),
+                },
+            ]
+        })
+        .collect();
+    let headers = [
+        "family",
+        "max versions",
+        "ttl",
+        "bloom bits",
+        "block size",
+        "tail copies",
+        "compaction",
+    ];
+    write!(out, "{}", format::table(&headers, &rows))?;
+    writeln!(
+        out,
+        "{} famil{}",
+        families.len(),
+        if families.len() == 1 { "y" } else { "ies" }
+    )?;
+    Ok(())
+}

@@ -1,0 +1,511 @@
+//! The reads: `get`, `slice`, `scan`, `count` and `explain`.
+//!
+//! Each read runs on one [`Snapshot`], so a command that asks the store
+//! several questions (every version of every column of a slice) sees one
+//! moment of it. What the engine answers in one read the command passes on
+//! as it comes; the rest the command builds on top, and says what it costs:
+//!
+//! * `--versions N` and `--time-range FROM TO` (HBase's `VERSIONS` and
+//!   `TIMERANGE`): the engine's range reads return the newest version of each
+//!   column, and [`Snapshot::versions`] the versions of one cell, so the
+//!   command reads the columns first, then the versions of each (one more
+//!   point read per column). A time range keeps, per column, the newest
+//!   versions whose timestamp is in `[FROM, TO)`, among those the family keeps.
+//! * `scan --columns`: the scan reads whole rows and the command keeps the
+//!   named columns (the engine has no column filter on scans).
+//! * `scan --reverse`: the engine scans forward only, so the command reads the
+//!   whole range and keeps the last rows (`--limit` of them) in memory.
+//!
+//! `explain` shows one read of the engine with its [`Trace`], so it takes the
+//! plain reads only.
+
+use std::collections::VecDeque;
+use std::io::Write;
+
+use cellar::{Cell, ColumnRange, Row, RowRange, Settled, Snapshot, SourceKind, Store, Trace};
+use serde_json::{json, Value};
+
+use crate::clock;
+use crate::format::{self, escape, unescape};
+use crate::store_cmds::{known_family, Context};
+use crate::Error;
+
+/// `--versions N` and `--time-range FROM TO`: which versions of each column.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct VersionArgs {
+    /// Up to N versions of each column, newest first (at most what the family
+    /// keeps: its max versions, see `families`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub versions: Option<u32>,
+    /// Only versions with a timestamp in [FROM, TO): milliseconds or ISO 8601
+    /// dates (2024-03-02, 2024-03-02T10:15:00Z).
+    #[arg(long, num_args = 2, value_names = ["FROM", "TO"], value_parser = clock::timestamp_arg)]
+    pub time_range: Option<Vec<u64>>,
+}
+
+impl VersionArgs {
+    /// Whether the newest version of each column is all that is asked.
+    fn newest_only(&self) -> bool {
+        self.versions.is_none() && self.time_range.is_none()
+    }
+
+    fn in_range(&self, ts: u64) -> bool {
+        match self.time_range.as_deref() {
+            Some([from, to]) => (*from..*to).contains(&ts),
+            _ => true,
+        }
+    }
+
+    /// The versions to show of one cell, newest first.
+    fn of_cell(&self, snap: &Snapshot, family: &str, row: &[u8], column: &[u8]) -> Result<Vec<Cell>, Error> {
+        let n = self.versions.unwrap_or(1) as usize;
+        Ok(snap
+            .versions(family, row, column)?
+            .into_iter()
+            .filter(|c| self.in_range(c.timestamp))
+            .take(n)
+            .collect())
+    }
+
+    /// Replaces the newest version of each column with the versions asked for.
+    fn expand(&self, snap: &Snapshot, family: &str, row: &[u8], newest: Vec<Cell>) -> Result<Vec<Cell>, Error> {
+        if self.newest_only() {
+            return Ok(newest);
+        }
+        let mut cells = Vec::new();
+        for c in newest {
+            cells.extend(self.of_cell(snap, family, row, &c.column)?);
+        }
+        Ok(cells)
+    }
+
+    fn check_range(&self) -> Result<(), Error> {
+        match self.time_range.as_deref() {
+            Some([from, to]) if from >= to => {
+                Err(format!("--time-range {from} {to} is empty: FROM must be before TO").into())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `get FAMILY ROW [COLUMN]`.
+#[derive(Debug, clap::Args)]
+pub struct GetArgs {
+    /// Column family.
+    pub family: String,
+    /// Row key (`\xNN` escapes allowed, as in every byte argument).
+    pub row: String,
+    /// Column (default: the whole row).
+    pub column: Option<String>,
+    #[command(flatten)]
+    pub versions: VersionArgs,
+}
+
+/// `slice FAMILY ROW [--from C] [--to C] [--limit N] [--reverse]`.
+#[derive(Debug, clap::Args)]
+pub struct SliceArgs {
+    /// Column family.
+    pub family: String,
+    /// Row key.
+    pub row: String,
+    /// First column (inclusive).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// End column (exclusive).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// At most this many columns.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Walk the range backwards: last column first.
+    #[arg(long)]
+    pub reverse: bool,
+    #[command(flatten)]
+    pub versions: VersionArgs,
+}
+
+/// Which rows: `--from`, `--to`, `--prefix`.
+#[derive(Debug, Default, clap::Args)]
+pub struct RowArgs {
+    /// First row (inclusive).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// End row (exclusive).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Only rows starting with this.
+    #[arg(long)]
+    pub prefix: Option<String>,
+}
+
+impl RowArgs {
+    /// The rows as the engine takes them.
+    pub fn range(&self) -> Result<RowRange, Error> {
+        let mut range = match &self.prefix {
+            Some(p) => RowRange::prefix(unescape(p)?),
+            None => RowRange::all(),
+        };
+        if let Some(from) = &self.from {
+            range.from = Some(unescape(from)?.into());
+        }
+        if let Some(to) = &self.to {
+            range.to = Some(unescape(to)?.into());
+        }
+        Ok(range)
+    }
+}
+
+/// `scan FAMILY [--from ROW] [--to ROW] [--prefix P] [--limit N] ...`.
+#[derive(Debug, clap::Args)]
+pub struct ScanArgs {
+    /// Column family.
+    pub family: String,
+    #[command(flatten)]
+    pub rows: RowArgs,
+    /// At most this many rows.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Only these columns (`a,b` or the option repeated); rows without any
+    /// of them are left out.
+    #[arg(long, value_name = "COLUMNS", value_delimiter = ',')]
+    pub columns: Vec<String>,
+    /// Last row first (the command reads the whole range: the engine scans
+    /// forward only).
+    #[arg(long)]
+    pub reverse: bool,
+    #[command(flatten)]
+    pub versions: VersionArgs,
+}
+
+/// `count FAMILY [--from ROW] [--to ROW] [--prefix P]`.
+#[derive(Debug, clap::Args)]
+pub struct CountArgs {
+    /// Column family.
+    pub family: String,
+    #[command(flatten)]
+    pub rows: RowArgs,
+}
+
+/// `explain get|slice|scan ...`.
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// The read to explain.
+    #[command(subcommand)]
+    pub read: ExplainRead,
+}
+
+/// The reads `explain` can run.
+#[derive(Debug, clap::Subcommand)]
+pub enum ExplainRead {
+    /// A cell or a whole row.
+    Get(GetArgs),
+    /// A range of a row's columns.
+    Slice(SliceArgs),
+    /// A range of rows.
+    Scan(ScanArgs),
+}
+
+type Cells = (Vec<u8>, Vec<Cell>, Trace);
+
+fn get(snap: &Snapshot, a: &GetArgs) -> Result<Cells, Error> {
+    a.versions.check_range()?;
+    let family = a.family.as_str();
+    let row = unescape(&a.row)?;
+    let (cells, trace) = match (&a.column, a.versions.newest_only()) {
+        (Some(column), true) => {
+            let (cell, trace) = snap.get_traced(family, &row, unescape(column)?)?;
+            (cell.into_iter().collect(), trace)
+        }
+        (Some(column), false) => (
+            a.versions.of_cell(snap, family, &row, &unescape(column)?)?,
+            Trace::default(),
+        ),
+        (None, _) => {
+            let (newest, trace) = snap.get_row_traced(family, &row)?;
+            (a.versions.expand(snap, family, &row, newest)?, trace)
+        }
+    };
+    Ok((row, cells, trace))
+}
+
+fn column_range(a: &SliceArgs) -> Result<ColumnRange, Error> {
+    let mut range = ColumnRange::all();
+    range.from = a.from.as_deref().map(unescape).transpose()?.map(Into::into);
+    range.to = a.to.as_deref().map(unescape).transpose()?.map(Into::into);
+    if let Some(n) = a.limit {
+        range = range.limit(n);
+    }
+    if a.reverse {
+        range = range.reverse();
+    }
+    Ok(range)
+}
+
+fn slice(snap: &Snapshot, a: &SliceArgs) -> Result<Cells, Error> {
+    a.versions.check_range()?;
+    let row = unescape(&a.row)?;
+    let mut range = column_range(a)?;
+    if a.versions.newest_only() {
+        let (cells, trace) = snap.slice_traced(&a.family, &row, &range)?;
+        return Ok((row, cells, trace));
+    }
+    // A column may have no version in the time range: the limit counts the
+    // columns that do, so it is applied after.
+    range.limit = None;
+    let (newest, trace) = snap.slice_traced(&a.family, &row, &range)?;
+    let mut cells = Vec::new();
+    let mut columns = 0;
+    for c in newest {
+        if a.limit.is_some_and(|n| columns >= n) {
+            break;
+        }
+        let versions = a.versions.of_cell(snap, &a.family, &row, &c.column)?;
+        columns += usize::from(!versions.is_empty());
+        cells.extend(versions);
+    }
+    Ok((row, cells, trace))
+}
+
+/// Whether the scan needs more than the engine's scan gives.
+fn plain_scan(a: &ScanArgs) -> bool {
+    a.columns.is_empty() && !a.reverse && a.versions.newest_only()
+}
+
+fn scan(snap: &Snapshot, a: &ScanArgs) -> Result<(Vec<Row>, Trace), Error> {
+    a.versions.check_range()?;
+    let mut range = a.rows.range()?;
+    if plain_scan(a) {
+        if let Some(n) = a.limit {
+            range = range.limit(n);
+        }
+        let mut scan = snap.scan(&a.family, &range)?;
+        let rows = scan.by_ref().collect::<Result<Vec<Row>, _>>()?;
+        return Ok((rows, scan.trace()));
+    }
+    let columns: Vec<Vec<u8>> = a.columns.iter().map(|c| unescape(c)).collect::<Result<_, _>>()?;
+    let limit = a.limit.unwrap_or(usize::MAX);
+    let mut rows = VecDeque::new();
+    let mut scan = snap.scan(&a.family, &range)?;
+    if limit > 0 {
+        for row in scan.by_ref() {
+            let mut row = row?;
+            if !columns.is_empty() {
+                row.cells
+                    .retain(|c| columns.iter().any(|name| name[..] == c.column[..]));
+            }
+            row.cells = a.versions.expand(snap, &a.family, &row.key, row.cells)?;
+            if row.cells.is_empty() {
+                continue;
+            }
+            rows.push_back(row);
+            if a.reverse && rows.len() > limit {
+                rows.pop_front();
+            }
+            if !a.reverse && rows.len() == limit {
+                break;
+            }
+        }
+    }
+    let mut rows: Vec<Row> = rows.into();
+    if a.reverse {
+        rows.reverse();
+    }
+    Ok((rows, scan.trace()))
+}
+
+/// `get`: the cells in the HBase shell's layout, or JSON.
+pub fn get_cmd(ctx: &Context, store: &Store, a: &GetArgs, out: &mut dyn Write) -> Result<(), Error> {
+    known_family(store, &a.family)?;
+    let snap = &store.snapshot();
+    let (row, cells, _) = get(snap, a)?;
+    print_cells(ctx, &a.family, &row, &cells, out)
+}
+
+/// `slice`: the cells in the HBase shell's layout, or JSON.
+pub fn slice_cmd(ctx: &Context, store: &Store, a: &SliceArgs, out: &mut dyn Write) -> Result<(), Error> {
+    known_family(store, &a.family)?;
+    let snap = &store.snapshot();
+    let (row, cells, _) = slice(snap, a)?;
+    print_cells(ctx, &a.family, &row, &cells, out)
+}
+
+/// `scan`: the rows in the HBase shell's layout, or JSON.
+pub fn scan_cmd(ctx: &Context, store: &Store, a: &ScanArgs, out: &mut dyn Write) -> Result<(), Error> {
+    known_family(store, &a.family)?;
+    let snap = &store.snapshot();
+    let (rows, _) = scan(snap, a)?;
+    if ctx.json {
+        let rows: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let cells: Vec<Value> = r.cells.iter().map(|c| format::cell_json(&r.key, c)).collect();
+                json!({"row": escape(&r.key), "cells": cells})
+            })
+            .collect();
+        writeln!(out, "{}", Value::Array(rows))?;
+    } else {
+        write!(out, "{}", format::render_rows(&a.family, &rows, ctx.human))?;
+    }
+    Ok(())
+}
+
+/// `count`: rows and cells in a range (HBase's `count`), read as a scan.
+pub fn count_cmd(ctx: &Context, store: &Store, a: &CountArgs, out: &mut dyn Write) -> Result<(), Error> {
+    known_family(store, &a.family)?;
+    let snap = &store.snapshot();
+    let (mut rows, mut cells) = (0u64, 0u64);
+    for row in snap.scan(&a.family, &a.rows.range()?)? {
+        rows += 1;
+        cells += row?.cells.len() as u64;
+    }
+    if ctx.json {
+        writeln!(out, "{}", json!({"rows": rows, "cells": cells}))?;
+    } else {
+        writeln!(out, "{rows} row(s), {cells} cell(s)")?;
+    }
+    Ok(())
+}
+
+fn print_cells(ctx: &Context, family: &str, row: &[u8], cells: &[Cell], out: &mut dyn Write) -> Result<(), Error> {
+    if ctx.json {
+        let cells: Vec<Value> = cells.iter().map(|c| format::cell_json(row, c)).collect();
+        writeln!(out, "{}", Value::Array(cells))?;
+    } else {
+        write!(out, "{}", format::render_cells(family, row, cells, ctx.human))?;
+    }
+    Ok(())
+}
+
+/// `explain`: runs the read, prints its result, then its [`Trace`]: the
+/// sources newest first, how each was settled and what it cost.
+pub fn explain(ctx: &Context, store: &Store, read: &ExplainRead, out: &mut dyn Write) -> Result<(), Error> {
+    let snap = &store.snapshot();
+    let plain = match read {
+        ExplainRead::Get(a) => a.versions.newest_only(),
+        ExplainRead::Slice(a) => a.versions.newest_only(),
+        ExplainRead::Scan(a) => plain_scan(a),
+    };
+    if !plain {
+        return Err(
+            "explain traces one read of the engine: leave out --versions, --time-range, --columns and \
+                    scan's --reverse, which the command answers with more reads or by filtering"
+                .into(),
+        );
+    }
+    let (family, result, trace) = match read {
+        ExplainRead::Get(a) => {
+            known_family(store, &a.family)?;
+            let (row, cells, trace) = get(snap, a)?;
+            (
+                &a.family,
+                format::render_cells(&a.family, &row, &cells, ctx.human),
+                trace,
+            )
+        }
+        ExplainRead::Slice(a) => {
+            known_family(store, &a.family)?;
+            let (row, cells, trace) = slice(snap, a)?;
+            (
+                &a.family,
+                format::render_cells(&a.family, &row, &cells, ctx.human),
+                trace,
+            )
+        }
+        ExplainRead::Scan(a) => {
+            known_family(store, &a.family)?;
+            let (rows, trace) = scan(snap, a)?;
+            (&a.family, format::render_rows(&a.family, &rows, ctx.human), trace)
+        }
+    };
+    let sources: Vec<(String, &cellar::SourceTrace)> = trace
+        .sources
+        .iter()
+        .map(|s| {
+            let name = match s.source {
+                SourceKind::ActiveMemtable => "memtable".to_string(),
+                SourceKind::FrozenMemtable => "frozen memtable".to_string(),
+                SourceKind::Table { file_id, .. } => format!("{family}/{file_id:06}.sst"),
+            };
+            (name, s)
+        })
+        .collect();
+    if ctx.json {
+        let list: Vec<Value> = sources
+            .iter()
+            .map(|(name, s)| {
+                json!({
+                    "source": name,
+                    "settled": settled_name(s.settled),
+                    "filter": filter_answer(s),
+                    "entries_examined": s.entries_examined,
+                    "data_blocks": s.data_blocks,
+                    "data_bytes": s.data_bytes,
+                    "pages_touched": s.pages_touched,
+                    "index_lookups": s.index_lookups,
+                })
+            })
+            .collect();
+        let doc = json!({
+            "sources": list,
+            "sources_visited": trace.sources_visited(),
+            "files_visited": trace.files_visited(),
+            "entries_examined": trace.entries_examined(),
+            "entries_returned": trace.entries_returned,
+            "data_blocks": trace.data_blocks(),
+            "data_bytes": trace.data_bytes(),
+            "pages_touched": trace.pages_touched(),
+        });
+        writeln!(out, "{doc}")?;
+        return Ok(());
+    }
+    write!(out, "{result}")?;
+    writeln!(out)?;
+    let rows: Vec<Vec<String>> = sources
+        .iter()
+        .map(|(name, s)| {
+            vec![
+                name.clone(),
+                settled_name(s.settled).to_string(),
+                filter_answer(s).to_string(),
+                s.data_blocks.to_string(),
+                s.pages_touched.to_string(),
+                s.entries_examined.to_string(),
+            ]
+        })
+        .collect();
+    let headers = ["source", "settled by", "filter", "blocks", "pages", "examined"];
+    write!(out, "{}", format::table(&headers, &rows))?;
+    writeln!(
+        out,
+        "{} source(s) visited ({} file(s)), {} data block(s) ({} bytes, {} page(s)), {} entries examined, {} returned",
+        trace.sources_visited(),
+        trace.files_visited(),
+        trace.data_blocks(),
+        trace.data_bytes(),
+        trace.pages_touched(),
+        trace.entries_examined(),
+        trace.entries_returned
+    )?;
+    Ok(())
+}
+
+fn settled_name(s: Settled) -> &'static str {
+    match s {
+        Settled::KeyRange => "key range",
+        Settled::Filter => "bloom filter",
+        Settled::Searched => "search",
+    }
+}
+
+/// What the bloom filter said: `absent` lets the read skip the file,
+/// `maybe` sends it to the index; `-` when no filter was asked.
+fn filter_answer(s: &cellar::SourceTrace) -> &'static str {
+    if s.filter_negatives > 0 {
+        "absent"
+    } else if s.filter_checks > 0 {
+        "maybe"
+    } else {
+        "-"
+    }
+}

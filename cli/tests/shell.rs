@@ -1,0 +1,89 @@
+//! `cellar shell` driven with a script on stdin: the same commands and
+//! switches as the command line, clap's messages whole, help per command.
+
+mod common;
+use common::{shell, Result};
+
+#[test]
+fn a_usage_error_is_printed_whole() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let (code, stdout, stderr) = shell(tmp.path(), &["--family", "books"], "put books\n")?;
+    assert_eq!(code, Some(1));
+    assert_eq!(stdout, "");
+    assert_eq!(
+        stderr,
+        "cellar: the following required arguments were not provided:\n\
+         \x20 <ROW>\n\
+         \x20 <COLUMN>\n\
+         \x20 <VALUE>\n\
+         \n\
+         Usage: put <FAMILY> <ROW> <COLUMN> <VALUE>\n\
+         \n\
+         For more information, try '--help'.\n\
+         cellar: 1 command(s) failed\n"
+    );
+    Ok(())
+}
+
+#[test]
+fn put_help_and_help_put_show_the_options_of_put() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let (code, stdout, stderr) = shell(tmp.path(), &["--family", "books"], "put --help\nhelp put\n")?;
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    let help = "Write one cell (timestamped now, or at --ts)\n\nUsage: put [OPTIONS] <FAMILY> <ROW> <COLUMN> <VALUE>\n";
+    assert!(stdout.starts_with(help), "{stdout}");
+    assert!(stdout.contains("--ts <TS>"), "{stdout}");
+    assert!(
+        stdout.contains("Timestamp: milliseconds since 1970 or an ISO 8601 date (default: now)"),
+        "{stdout}"
+    );
+    // The same text twice: `help put` is `put --help`.
+    let (first, second) = stdout.split_at(stdout.len() / 2);
+    assert_eq!(first, second);
+    Ok(())
+}
+
+#[test]
+fn help_of_a_nested_command() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let (code, stdout, _) = shell(tmp.path(), &["--family", "books"], "help explain slice\n")?;
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.starts_with("A range of a row's columns\n\nUsage: explain slice"),
+        "{stdout}"
+    );
+    Ok(())
+}
+
+#[test]
+fn create_in_the_shell_takes_a_family_and_its_options() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let script = "create --family loans --max-versions 3 --bloom-bits 12\nfamilies\n";
+    let (code, stdout, stderr) = shell(tmp.path(), &["--family", "books"], script)?;
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    assert_eq!(
+        stdout,
+        format!(
+            "store {} has families: books, loans\n\
+             family  max versions  ttl  bloom bits  block size  tail copies  compaction\n\
+             books              1    -          10        4096  off          4 runs\n\
+             loans              3    -          12        4096  off          4 runs\n\
+             2 families\n",
+            tmp.path().display()
+        )
+    );
+    Ok(())
+}
+
+#[test]
+fn a_switch_a_command_would_ignore_is_refused() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let (code, stdout, stderr) = shell(tmp.path(), &["--family", "t"], "flush --json\nstats --json\n")?;
+    assert_eq!(code, Some(1));
+    assert!(stdout.contains("\"families\":[{"), "{stdout}");
+    assert_eq!(
+        stderr,
+        "cellar: --json does not apply to `flush`\ncellar: 1 command(s) failed\n"
+    );
+    Ok(())
+}
