@@ -203,7 +203,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, Error> {
 pub fn duration_text(d: Duration) -> String {
     let ms = d.as_millis();
     for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)] {
-        if ms % size == 0 {
+        if ms.is_multiple_of(size) {
             return format!("{}{unit}", ms / size);
         }
     }

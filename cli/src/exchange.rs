@@ -379,7 +379,7 @@ mod tests {
             value: all,
         };
         let csv = csv_line(&e).ok_or("no CSV line")?;
-        assert_eq!(parse_line(Format::Csv, &csv)?, [e.clone()]);
+        assert_eq!(parse_line(Format::Csv, &csv)?, std::slice::from_ref(&e));
         assert_eq!(parse_line(Format::Jsonl, &json_line(&e))?, [e]);
         Ok(())
     }

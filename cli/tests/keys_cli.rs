@@ -1,12 +1,14 @@
 //! `cellar keys` driven as a process: the verdict, the plans, the exports,
 //! the report file, and one-line errors for bad input.
 
-use assert_cmd::cargo::cargo_bin_cmd;
-
-type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+mod common;
+use common::Result;
 
 fn keys(args: &[&str]) -> Result<String> {
-    let output = cargo_bin_cmd!("cellar").arg("keys").args(args).output()?;
+    let output = assert_cmd::Command::new(common::bin())
+        .arg("keys")
+        .args(args)
+        .output()?;
     let stderr = String::from_utf8(output.stderr)?;
     if !output.status.success() {
         return Err(format!("cellar keys {args:?} failed: {stderr}").into());
@@ -107,7 +109,10 @@ fn bad_input_is_one_line_and_exit_1() -> Result {
         vec!["--key", "field(customer)", "--store", "hashed", "--policy", "stepping"],
         vec!["--key", "field(customer)", "--span", "forever"],
     ] {
-        let output = cargo_bin_cmd!("cellar").arg("keys").args(&args).output()?;
+        let output = assert_cmd::Command::new(common::bin())
+            .arg("keys")
+            .args(&args)
+            .output()?;
         assert_eq!(output.status.code(), Some(1), "{args:?}");
         let stderr = String::from_utf8(output.stderr)?;
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
