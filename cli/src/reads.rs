@@ -393,29 +393,19 @@ pub fn explain(ctx: &Context, store: &Store, read: &ExplainRead, out: &mut dyn W
                 .into(),
         );
     }
-    let (family, result, trace) = match read {
-        ExplainRead::Get(a) => {
-            known_family(store, &a.family)?;
-            let (row, cells, trace) = get(snap, a)?;
-            (
-                &a.family,
-                format::render_cells(&a.family, &row, &cells, ctx.human),
-                trace,
-            )
-        }
-        ExplainRead::Slice(a) => {
-            known_family(store, &a.family)?;
-            let (row, cells, trace) = slice(snap, a)?;
-            (
-                &a.family,
-                format::render_cells(&a.family, &row, &cells, ctx.human),
-                trace,
-            )
-        }
+    let family = match read {
+        ExplainRead::Get(a) => &a.family,
+        ExplainRead::Slice(a) => &a.family,
+        ExplainRead::Scan(a) => &a.family,
+    };
+    known_family(store, family)?;
+    let cells = |(row, cells, trace): Cells| (format::render_cells(family, &row, &cells, ctx.human), trace);
+    let (result, trace) = match read {
+        ExplainRead::Get(a) => cells(get(snap, a)?),
+        ExplainRead::Slice(a) => cells(slice(snap, a)?),
         ExplainRead::Scan(a) => {
-            known_family(store, &a.family)?;
             let (rows, trace) = scan(snap, a)?;
-            (&a.family, format::render_rows(&a.family, &rows, ctx.human), trace)
+            (format::render_rows(family, &rows, ctx.human), trace)
         }
     };
     let sources: Vec<(String, &cellar::SourceTrace)> = trace

@@ -831,25 +831,10 @@ fn create_with_options_and_families_lists_them() -> Result {
     let tmp = tempfile::tempdir()?;
     let dir = tmp.path();
     ok(dir, &["create", "--family", "plain"])?;
-    ok(
-        dir,
-        &[
-            "create",
-            "--family",
-            "events",
-            "--max-versions",
-            "3",
-            "--ttl",
-            "7d",
-            "--bloom-bits",
-            "0",
-            "--block-size",
-            "8192",
-            "--tail-copies",
-            "--compaction-trigger",
-            "0",
-        ],
-    )?;
+    let events = "create --family events --max-versions 3 --ttl 7d --bloom-bits 0 --block-size 8192 --tail-copies \
+                  --compaction-trigger 0";
+    let events: Vec<&str> = events.split_whitespace().collect();
+    ok(dir, &events)?;
     assert_eq!(
         ok(dir, &["families"])?,
         "family  max versions  ttl  bloom bits  block size  tail copies  compaction\n\
@@ -860,25 +845,7 @@ fn create_with_options_and_families_lists_them() -> Result {
     let json: Value = serde_json::from_str(&ok(dir, &["families", "--json"])?)?;
     assert_eq!(json[1]["ttl_ms"], 7 * 86_400_000u64);
     // The same options again are fine; other options are for `alter`.
-    ok(
-        dir,
-        &[
-            "create",
-            "--family",
-            "events",
-            "--max-versions",
-            "3",
-            "--ttl",
-            "7d",
-            "--bloom-bits",
-            "0",
-            "--block-size",
-            "8192",
-            "--tail-copies",
-            "--compaction-trigger",
-            "0",
-        ],
-    )?;
+    ok(dir, &events)?;
     let err = fails(dir, &["create", "--family", "events", "--max-versions", "2"])?;
     assert!(err.contains("already exists with other options"), "{err}");
     assert_eq!(
