@@ -498,12 +498,16 @@ fn a_store_held_by_another_process_is_reported_as_locked() -> Result {
         .spawn()?;
     let mut stdin = holder.stdin.take().ok_or("no stdin")?;
     writeln!(stdin, "families")?;
+    // The reader stays open: a shell whose output is gone stops, as any
+    // filter does when its reader leaves.
     let mut answer = String::new();
-    BufReader::new(holder.stdout.take().ok_or("no stdout")?).read_line(&mut answer)?;
+    let mut reader = BufReader::new(holder.stdout.take().ok_or("no stdout")?);
+    reader.read_line(&mut answer)?;
     assert!(answer.starts_with("family "), "{answer}");
     let output = cellar(dir).arg("stats").output()?;
     drop(stdin);
     holder.wait()?;
+    drop(reader);
     assert_eq!(output.status.code(), Some(1));
     let locked = String::from_utf8(output.stderr).ok();
     assert_eq!(
