@@ -29,6 +29,10 @@
 //! # Ok(()) }
 //! ```
 #![deny(missing_docs)]
+// Indexing panics on a bad offset; the engine decodes keys, log records and
+// manifest edits from disk and must not. Tests may: there a panic is just a
+// failed test.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 // The reading order above links private modules on purpose: the docs are
 // built with private items (see `.cargo/config.toml`).
 #![cfg_attr(

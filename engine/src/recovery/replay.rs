@@ -68,12 +68,14 @@ pub(super) fn replay_logs(dir: &Path, state: &ManifestState, salvage: bool) -> R
         previous_last: None,
     };
     let mut dropped = Vec::new();
-    for (i, &number) in to_read.iter().enumerate() {
+    // The segment before the one being read, and its length.
+    let mut previous: Option<(u64, u64)> = None;
+    for (i, (&number, &len)) in to_read.iter().zip(&lengths).enumerate() {
         let path = log_path(dir, number);
         // Where missing records would have been, if this segment's first
         // record shows a gap: the end of the segment before it.
-        let before = match i.checked_sub(1) {
-            Some(j) => (log_path(dir, to_read[j]), lengths[j]),
+        let before = match previous {
+            Some((n, l)) => (log_path(dir, n), l),
             None => (path.clone(), 0),
         };
         let complete = if salvage {
@@ -86,9 +88,10 @@ pub(super) fn replay_logs(dir: &Path, state: &ManifestState, salvage: bool) -> R
             true
         };
         if !complete {
-            dropped.extend(to_read[i..].iter().map(|&n| log_path(dir, n)));
+            dropped.extend(to_read.iter().skip(i).map(|&n| log_path(dir, n)));
             break;
         }
+        previous = Some((number, len));
     }
     Ok(Replayed {
         memtables: replay.memtables,
