@@ -122,215 +122,303 @@ struct OldManifest {
     whole: bool,
 }
 
-/// Rebuilds the manifest of the store in `dir` (see the module).
+/// Rebuilds the manifest of the store in `dir` (see the module's steps).
 pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
     if !dir.is_dir() {
         return Err(Error::NotAStore { dir: dir.to_path_buf() });
     }
     let _lock = lock_store(dir)?;
-    let manifests = files::manifest_numbers(dir)?;
-    let logs = files::log_numbers(dir)?;
-    let folders = files::family_folders(dir)?;
-    if manifests.is_empty() && logs.is_empty() && folders.is_empty() {
-        return Err(Error::NotAStore { dir: dir.to_path_buf() });
-    }
-    let mut report = RepairReport::default();
-    let old = read_old_manifest(dir, &mut report);
-    let mut next_number = old.state.next_file_number.max(2);
-    for number in manifests.iter().chain(&logs) {
-        next_number = next_number.max(number + 1);
+    let mut repair = Repair::survey(dir)?;
+    repair.gather_families();
+    repair.gather_tables()?;
+    let log = repair.replay_logs()?;
+    let new_tables = repair.write_log_tables(&log.memtables)?;
+    repair.write_manifest(&new_tables)?;
+    repair.publish(new_tables)?;
+    repair.set_aside(log)?;
+    Ok(repair.finish())
+}
+
+/// A repair in progress.
+struct Repair {
+    dir: PathBuf,
+    report: RepairReport,
+    /// What the old manifest still says.
+    old: OldManifest,
+    /// The log segments in the folder, oldest first.
+    logs: Vec<u64>,
+    /// The family folders in the store folder.
+    folders: Vec<String>,
+    /// The families, by id.
+    families: BTreeMap<u32, Family>,
+    /// Above every file number seen: where new files start.
+    next_number: u64,
+    /// The largest sequence number seen in a table, a log or the old manifest.
+    last_seq: u64,
+}
+
+/// What replaying the log gave.
+struct ReplayedLog {
+    memtables: BTreeMap<u32, Memtable>,
+    /// Segments read to their end: deleted once their records are in tables.
+    read_whole: Vec<PathBuf>,
+    /// Segments with damage: kept aside.
+    damaged: Vec<PathBuf>,
+}
+
+impl Repair {
+    /// Step 1: what the folder holds, and what the old manifest still says.
+    /// A folder with no manifest, log or family folder is not a store.
+    fn survey(dir: &Path) -> Result<Repair> {
+        let manifests = files::manifest_numbers(dir)?;
+        let logs = files::log_numbers(dir)?;
+        let folders = files::family_folders(dir)?;
+        if manifests.is_empty() && logs.is_empty() && folders.is_empty() {
+            return Err(Error::NotAStore { dir: dir.to_path_buf() });
+        }
+        let mut report = RepairReport::default();
+        let old = read_old_manifest(dir, &mut report);
+        let next_number = manifests
+            .iter()
+            .chain(&logs)
+            .map(|n| n + 1)
+            .fold(old.state.next_file_number.max(2), u64::max);
+        let last_seq = old.state.last_sequence;
+        Ok(Repair {
+            dir: dir.to_path_buf(),
+            report,
+            old,
+            logs,
+            folders,
+            families: BTreeMap::new(),
+            next_number,
+            last_seq,
+        })
     }
 
-    // Families: the manifest's, then the folders'.
-    let mut families: BTreeMap<u32, Family> = BTreeMap::new();
-    for f in old.state.families.values() {
-        let options = FamilyOptions::decode(&f.options).unwrap_or_default();
-        families.insert(f.id, Family::new(f.id, &f.name, options, true, dir));
-    }
-    for name in folders {
-        if !families.values().any(|f| f.name == name) {
-            let id = families.keys().max().map_or(1, |m| m + 1);
-            families.insert(id, Family::new(id, &name, FamilyOptions::default(), false, dir));
+    /// Step 2: the old manifest's families, then the other family folders.
+    fn gather_families(&mut self) {
+        for f in self.old.state.families.values() {
+            let options = FamilyOptions::decode(&f.options).unwrap_or_default();
+            self.families
+                .insert(f.id, Family::new(f.id, &f.name, options, true, &self.dir));
+        }
+        for name in &self.folders {
+            if !self.families.values().any(|f| f.name == *name) {
+                let id = self.families.keys().max().map_or(1, |m| m + 1);
+                let family = Family::new(id, name, FamilyOptions::default(), false, &self.dir);
+                self.families.insert(id, family);
+            }
         }
     }
 
-    // Tables.
-    for family in families.values_mut() {
-        cellar_fs::create_dir_all(&family.dir).map_err(|e| Error::io(&family.dir, e))?;
-        let known = old.state.families.get(&family.id).filter(|f| f.name == family.name);
-        for (name, path) in files::table_files(&family.dir)? {
-            next_number = next_number.max(name.number() + 1);
-            let listed = known.and_then(|f| f.tables.iter().find(|t| t.file_id == name.number()));
-            let why_not = match name {
-                TableName::Unfinished(_) => Some("a table file cut short while being written".to_string()),
-                TableName::Listed(n) if old.path.is_some() && listed.is_none() && n < old.state.next_file_number => {
-                    Some("obsolete: the manifest had removed it (a compaction input not yet deleted)".to_string())
+    /// Step 3: every table file read back whole and scanned; what does not
+    /// read back (or the old manifest proves obsolete) set aside.
+    fn gather_tables(&mut self) -> Result<()> {
+        let old = &self.old;
+        for family in self.families.values_mut() {
+            cellar_fs::create_dir_all(&family.dir).map_err(|e| Error::io(&family.dir, e))?;
+            let known = old.state.families.get(&family.id).filter(|f| f.name == family.name);
+            for (name, path) in files::table_files(&family.dir)? {
+                self.next_number = self.next_number.max(name.number() + 1);
+                let listed = known.and_then(|f| f.tables.iter().find(|t| t.file_id == name.number()));
+                let why_not = match name {
+                    TableName::Unfinished(_) => Some("a table file cut short while being written".to_string()),
+                    TableName::Listed(n)
+                        if old.path.is_some() && listed.is_none() && n < old.state.next_file_number =>
+                    {
+                        Some("obsolete: the manifest had removed it (a compaction input not yet deleted)".to_string())
+                    }
+                    _ => None,
+                };
+                if let Some(why) = why_not {
+                    lose(&self.dir, &path, why, &mut self.report)?;
+                    continue;
                 }
-                _ => None,
-            };
-            if let Some(why) = why_not {
-                lose(dir, &path, why, &mut report)?;
+                match scan_table(&path, name.number(), listed) {
+                    Ok(meta) => {
+                        family.table_entries += meta.entries;
+                        self.last_seq = self.last_seq.max(meta.max_seq);
+                        family.tables.push((meta, matches!(name, TableName::Pending(_))));
+                    }
+                    Err(e) => lose(&self.dir, &path, e.to_string(), &mut self.report)?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 4: every record of the segments not proven flushed that still
+    /// decodes, into memtables of the families the old manifest names.
+    fn replay_logs(&mut self) -> Result<ReplayedLog> {
+        let needed: BTreeMap<u32, u64> = self.old.state.families.values().map(|f| (f.id, f.log_number)).collect();
+        let oldest_needed = match self.old.path {
+            Some(_) => self.old.state.oldest_log_needed().unwrap_or(0),
+            None => 0,
+        };
+        let mut log = ReplayedLog {
+            memtables: BTreeMap::new(),
+            read_whole: Vec::new(),
+            damaged: Vec::new(),
+        };
+        for &number in &self.logs {
+            let path = log_path(&self.dir, number);
+            if number < oldest_needed {
+                // Every family had flushed it: its records are in tables.
+                log.read_whole.push(path);
                 continue;
             }
-            match scan_table(&path, name.number(), listed) {
-                Ok(meta) => {
-                    family.table_entries += meta.entries;
-                    let pending = matches!(name, TableName::Pending(_));
-                    family.tables.push((meta, pending));
-                }
-                Err(e) => lose(dir, &path, e.to_string(), &mut report)?,
-            }
-        }
-    }
-
-    // Logs.
-    let needed: BTreeMap<u32, u64> = old.state.families.values().map(|f| (f.id, f.log_number)).collect();
-    let oldest_needed = if old.path.is_some() {
-        old.state.oldest_log_needed().unwrap_or(0)
-    } else {
-        0
-    };
-    let mut last_seq = old.state.last_sequence;
-    for family in families.values() {
-        for (meta, _) in &family.tables {
-            last_seq = last_seq.max(meta.max_seq);
-        }
-    }
-    let mut memtables: BTreeMap<u32, Memtable> = BTreeMap::new();
-    let mut read_whole = Vec::new();
-    let mut damaged = Vec::new();
-    for number in logs {
-        let path = log_path(dir, number);
-        if number < oldest_needed {
-            // Every family had flushed it: its records are in tables.
-            read_whole.push(path);
-            continue;
-        }
-        let contents = log::read_log(&path, ReadMode::Resync)?;
-        report.log_segments += 1;
-        for (offset, payload) in &contents.records {
-            let Some((first, ops)) = batch::decode(payload) else {
-                report.skipped_log.push(SkippedLog {
-                    file: path.clone(),
-                    offset: *offset,
-                    bytes: 8 + payload.len() as u64,
-                    why: "log record is not a write batch".to_string(),
-                });
-                continue;
-            };
-            report.log_records += 1;
-            for (i, op) in ops.into_iter().enumerate() {
-                let seq = first + i as u64;
-                last_seq = last_seq.max(seq);
-                let Some(family) = families.get_mut(&op.family).filter(|f| f.from_manifest) else {
-                    report.orphan_log_records += 1;
+            let contents = log::read_log(&path, ReadMode::Resync)?;
+            self.report.log_segments += 1;
+            for (offset, payload) in &contents.records {
+                let Some((first, ops)) = batch::decode(payload) else {
+                    self.report.skipped_log.push(SkippedLog {
+                        file: path.clone(),
+                        offset: *offset,
+                        bytes: 8 + payload.len() as u64,
+                        why: "log record is not a write batch".to_string(),
+                    });
                     continue;
                 };
-                if needed.get(&op.family).is_some_and(|&n| number < n) {
-                    continue; // the family had flushed it
+                self.report.log_records += 1;
+                for (i, op) in ops.into_iter().enumerate() {
+                    let seq = first + i as u64;
+                    self.last_seq = self.last_seq.max(seq);
+                    let Some(family) = self.families.get_mut(&op.family).filter(|f| f.from_manifest) else {
+                        self.report.orphan_log_records += 1;
+                        continue;
+                    };
+                    if needed.get(&op.family).is_some_and(|&n| number < n) {
+                        continue; // the family had flushed it
+                    }
+                    family.log_entries += 1;
+                    super::replay::insert_logged(&mut log.memtables, &op, seq, number);
                 }
-                family.log_entries += 1;
-                super::replay::insert_logged(&mut memtables, &op, seq, number);
             }
-        }
-        if contents.damage.is_empty() {
-            read_whole.push(path);
-        } else {
-            for d in &contents.damage {
-                report.skipped_log.push(SkippedLog {
+            self.report
+                .skipped_log
+                .extend(contents.damage.iter().map(|d| SkippedLog {
                     file: path.clone(),
                     offset: d.offset,
                     bytes: d.bytes,
                     why: d.why.clone(),
-                });
+                }));
+            if contents.damage.is_empty() {
+                log.read_whole.push(path);
+            } else {
+                log.damaged.push(path);
             }
-            damaged.push(path);
         }
+        Ok(log)
     }
 
-    // New tables from the log, pending until the new manifest lists them.
-    let next_file = AtomicU64::new(next_number);
-    let mut new_tables: Vec<(u32, PendingTable)> = Vec::new();
-    for (id, memtable) in &memtables {
-        let Some(family) = families.get(id) else { continue };
-        let run = next_file.fetch_add(1, Ordering::SeqCst);
-        let mut output = TableOutput::new(&family.dir, &next_file, &family.options, run, false);
-        crate::compaction::flush_memtable(memtable, &family.options, u64::MAX, crate::clock::now_ms(), &mut output)?;
-        new_tables.extend(output.finish()?.into_iter().map(|t| (*id, t)));
+    /// Step 4, continued: the replayed writes as table files, pending until
+    /// the new manifest lists them.
+    fn write_log_tables(&mut self, memtables: &BTreeMap<u32, Memtable>) -> Result<Vec<(u32, PendingTable)>> {
+        let next_file = AtomicU64::new(self.next_number);
+        let mut tables = Vec::new();
+        for (id, memtable) in memtables {
+            let Some(family) = self.families.get(id) else { continue };
+            let run = next_file.fetch_add(1, Ordering::SeqCst);
+            let mut output = TableOutput::new(&family.dir, &next_file, &family.options, run, false);
+            crate::compaction::flush_memtable(
+                memtable,
+                &family.options,
+                u64::MAX,
+                crate::clock::now_ms(),
+                &mut output,
+            )?;
+            tables.extend(output.finish()?.into_iter().map(|t| (*id, t)));
+        }
+        self.next_number = next_file.load(Ordering::SeqCst);
+        Ok(tables)
     }
 
-    // The new manifest: a snapshot of everything found.
-    let manifest_number = next_file.fetch_add(1, Ordering::SeqCst);
-    let log_number = next_file.fetch_add(1, Ordering::SeqCst);
-    let mut state = ManifestState {
-        families: BTreeMap::new(),
-        last_sequence: last_seq,
-        next_file_number: next_file.load(Ordering::SeqCst),
-    };
-    for family in families.values() {
-        let mut tables: Vec<TableMeta> = family.tables.iter().map(|(meta, _)| meta.clone()).collect();
-        tables.extend(
-            new_tables
-                .iter()
-                .filter(|(id, _)| *id == family.id)
-                .map(|(_, t)| t.meta.clone()),
-        );
-        state.families.insert(
-            family.id,
-            FamilyState {
+    /// Step 5: a new manifest, a snapshot of every family and table found,
+    /// made live by switching `CURRENT` to it.
+    fn write_manifest(&mut self, new_tables: &[(u32, PendingTable)]) -> Result<()> {
+        let manifest_number = self.next_number;
+        // No segment has this number: every family needs only what is to come.
+        let log_number = manifest_number + 1;
+        let mut state = ManifestState {
+            families: BTreeMap::new(),
+            last_sequence: self.last_seq,
+            next_file_number: log_number + 1,
+        };
+        for family in self.families.values() {
+            let mut tables: Vec<TableMeta> = family.tables.iter().map(|(meta, _)| meta.clone()).collect();
+            tables.extend(
+                new_tables
+                    .iter()
+                    .filter(|(id, _)| *id == family.id)
+                    .map(|(_, t)| t.meta.clone()),
+            );
+            let family_state = FamilyState {
                 id: family.id,
                 name: family.name.clone(),
                 options: family.options.encode(),
                 log_number,
                 tables,
-            },
-        );
+            };
+            state.families.insert(family.id, family_state);
+        }
+        self.report.new_manifest = manifest::write_new(&self.dir, manifest_number, &state)?;
+        Ok(())
     }
-    report.new_manifest = manifest::write_new(dir, manifest_number, &state)?;
 
-    // The new manifest is live: give every table it lists its final name.
-    for family in families.values() {
-        for (meta, pending) in &family.tables {
-            if *pending {
-                PendingTable::found(meta.clone(), &family.dir).publish()?;
+    /// The new manifest is live: every table it lists gets its final name.
+    fn publish(&self, new_tables: Vec<(u32, PendingTable)>) -> Result<()> {
+        for family in self.families.values() {
+            for (meta, pending) in &family.tables {
+                if *pending {
+                    PendingTable::found(meta.clone(), &family.dir).publish()?;
+                }
             }
         }
-    }
-    for (_, table) in new_tables {
-        table.publish()?;
-    }
-    if let Some(path) = &old.path {
-        if *path != report.new_manifest {
-            let why = if old.whole {
-                "replaced by the repaired manifest".to_string()
-            } else {
-                report.manifest_damage.clone().unwrap_or_default()
-            };
-            lose(dir, path, why, &mut report)?;
+        for (_, table) in new_tables {
+            table.publish()?;
         }
+        Ok(())
     }
-    for path in damaged {
-        lose(
-            dir,
-            &path,
-            "damaged log segment (its readable records were replayed)".to_string(),
-            &mut report,
-        )?;
+
+    /// The old manifest and the damaged segments go to `lost/`; the segments
+    /// read whole are deleted (their records are in tables now).
+    fn set_aside(&mut self, log: ReplayedLog) -> Result<()> {
+        if let Some(path) = &self.old.path {
+            if *path != self.report.new_manifest {
+                let why = if self.old.whole {
+                    "replaced by the repaired manifest".to_string()
+                } else {
+                    self.report.manifest_damage.clone().unwrap_or_default()
+                };
+                lose(&self.dir, path, why, &mut self.report)?;
+            }
+        }
+        for path in log.damaged {
+            let why = "damaged log segment (its readable records were replayed)".to_string();
+            lose(&self.dir, &path, why, &mut self.report)?;
+        }
+        for path in log.read_whole {
+            let _ = cellar_fs::remove(&path);
+        }
+        Ok(())
     }
-    for path in read_whole {
-        let _ = cellar_fs::remove(&path);
+
+    /// The report, with what each family holds now.
+    fn finish(mut self) -> RepairReport {
+        self.report.families = self
+            .families
+            .into_values()
+            .map(|f| RepairedFamily {
+                name: f.name,
+                from_manifest: f.from_manifest,
+                tables: f.tables.len() as u64,
+                table_entries: f.table_entries,
+                log_entries: f.log_entries,
+            })
+            .collect();
+        self.report
     }
-    report.families = families
-        .into_values()
-        .map(|f| RepairedFamily {
-            name: f.name,
-            from_manifest: f.from_manifest,
-            tables: f.tables.len() as u64,
-            table_entries: f.table_entries,
-            log_entries: f.log_entries,
-        })
-        .collect();
-    Ok(report)
 }
 
 /// A family being rebuilt.
