@@ -21,6 +21,9 @@ pub const LONG_MAX: u64 = i64::MAX as u64;
 /// Milliseconds in an hour, the width of an hour bucket.
 pub const HOUR_MS: u64 = 3_600_000;
 
+/// Milliseconds in a day, the width of a day bucket.
+pub const DAY_MS: u64 = 24 * HOUR_MS;
+
 /// A long as HBase's `Bytes.toBytes(long)` writes it: 8 bytes, big-endian,
 /// two's complement. Negative numbers sort *after* positive ones.
 ///
@@ -103,6 +106,40 @@ pub fn hour_bucket(ts: u64) -> Vec<u8> {
     let hours = ts / HOUR_MS;
     let (y, m, d) = civil_from_days((hours / 24) as i64);
     format!("{y:04}{m:02}{d:02}{:02}", hours % 24).into_bytes()
+}
+
+/// The day a millisecond timestamp falls in, as `YYYYMMDD` (UTC).
+///
+/// ```
+/// use cellar_keys::encoding::day_bucket;
+/// assert_eq!(day_bucket(1_704_067_200_000 + 86_399_999), b"20240101".to_vec()); // the day's last millisecond
+/// ```
+pub fn day_bucket(ts: u64) -> Vec<u8> {
+    let (y, m, d) = civil_from_days((ts / DAY_MS) as i64);
+    format!("{y:04}{m:02}{d:02}").into_bytes()
+}
+
+/// The month a millisecond timestamp falls in, as `YYYYMM` (UTC).
+///
+/// ```
+/// use cellar_keys::encoding::month_bucket;
+/// assert_eq!(month_bucket(1_706_745_600_000), b"202402".to_vec()); // 2024-02-01 00:00
+/// ```
+pub fn month_bucket(ts: u64) -> Vec<u8> {
+    let (y, m, _) = civil_from_days((ts / DAY_MS) as i64);
+    format!("{y:04}{m:02}").into_bytes()
+}
+
+/// A (year, month, day) date to days since 1970-01-01; the inverse of
+/// [`civil_from_days`] (Howard Hinnant's `days_from_civil`).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = i64::from((m + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// Days since 1970-01-01 to a (year, month, day) date; Howard Hinnant's

@@ -18,16 +18,107 @@ use crate::key::{KeyDesign, Part, TimeForm};
 use crate::placement::presplit_points;
 use crate::workload::{Value, WorkloadKind};
 
-/// The CQL type of a workload field.
-fn cql_type(kind: WorkloadKind, field: &str) -> &'static str {
-    match (kind, field) {
-        (_, "ts") => "timestamp",
-        (WorkloadKind::TimeSeries, "metric") => "text",
-        _ => "bigint",
+/// What a Cassandra table holds besides its key parts: every field of the
+/// record with its CQL type, and which field the key's timestamp parts
+/// (`ts(..)`, `revts(..)`, the buckets) read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CqlColumns {
+    /// Every field with its CQL type (`bigint`, `text`, `timestamp`), in order.
+    pub fields: Vec<(String, String)>,
+    /// The field the timestamp parts read (`ts` in the workloads).
+    pub time_field: String,
+}
+
+impl CqlColumns {
+    /// The columns of a workload's records: its fields as `bigint` (a time
+    /// series' `metric` as `text`), and `ts` as a `timestamp`.
+    pub fn of_workload(kind: WorkloadKind) -> CqlColumns {
+        let ty = |field: &str| match (kind, field) {
+            (WorkloadKind::TimeSeries, "metric") => "text",
+            _ => "bigint",
+        };
+        let mut fields: Vec<(String, String)> =
+            kind.fields().iter().map(|f| (f.to_string(), ty(f).to_string())).collect();
+        fields.push(("ts".into(), "timestamp".into()));
+        CqlColumns {
+            fields,
+            time_field: "ts".into(),
+        }
+    }
+
+    fn type_of(&self, field: &str) -> String {
+        self.fields
+            .iter()
+            .find(|(f, _)| f == field)
+            .map_or_else(|| "bigint".to_string(), |(_, t)| t.clone())
     }
 }
 
-/// A Cassandra `CREATE TABLE` for the design.
+/// The Cassandra column a key part becomes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyColumn {
+    /// Column name: the field, or `salt`, `shard`, `hash_prefix`, `hour`,
+    /// `day`, `month` for the values a writer computes.
+    pub name: String,
+    /// Its CQL type.
+    pub cql_type: String,
+    /// Clustered newest first (a reversed timestamp).
+    pub descending: bool,
+    /// What the writer must compute, for a comment above the statement.
+    pub note: Option<String>,
+}
+
+/// The column a key part becomes; `None` for separators, and for constants
+/// (a Cassandra table already names its rows).
+pub fn key_column(part: &Part, columns: &CqlColumns) -> Option<KeyColumn> {
+    let column = |name: &str, ty: &str, descending: bool, note: Option<String>| KeyColumn {
+        name: name.to_string(),
+        cql_type: ty.to_string(),
+        descending,
+        note,
+    };
+    let time = &columns.time_field;
+    Some(match part {
+        Part::Field { name, .. } => column(name, &columns.type_of(name), false, None),
+        Part::Timestamp(form) if form.is_bucket() => {
+            let (name, shape) = match form {
+                TimeForm::HourBucket => ("hour", "YYYYMMDDHH"),
+                TimeForm::DayBucket => ("day", "YYYYMMDD"),
+                _ => ("month", "YYYYMM"),
+            };
+            column(
+                name,
+                "int",
+                false,
+                Some(format!("{name}: the {name} bucket ({shape}) of {time}, computed by the writer")),
+            )
+        }
+        Part::Timestamp(form) => column(time, "timestamp", form.newest_first(), None),
+        Part::Salt { field, buckets } => column(
+            "salt",
+            "int",
+            false,
+            Some(format!(
+                "salt: hash({field}) mod {buckets}, computed by the writer and by every reader"
+            )),
+        ),
+        Part::RoundRobin { buckets } => column(
+            "shard",
+            "int",
+            false,
+            Some(format!("shard: write number mod {buckets}; readers must query every shard")),
+        ),
+        Part::HashPrefix { field, digits } => column(
+            "hash_prefix",
+            "text",
+            false,
+            Some(format!("hash_prefix: first {digits} hex digits of hash({field})")),
+        ),
+        Part::Constant(_) | Part::Separator(_) => return None,
+    })
+}
+
+/// A Cassandra `CREATE TABLE` for the design, on a workload's records.
 ///
 /// ```
 /// use cellar_keys::{export::cassandra, syntax::parse, workload::WorkloadKind};
@@ -38,57 +129,43 @@ fn cql_type(kind: WorkloadKind, field: &str) -> &'static str {
 /// # Ok::<(), cellar_keys::Error>(())
 /// ```
 pub fn cassandra(design: &KeyDesign, kind: WorkloadKind, table: &str) -> String {
+    cassandra_table(design, &CqlColumns::of_workload(kind), table)
+}
+
+/// A Cassandra `CREATE TABLE` for the design, on records with the given
+/// columns: each value part of the key becomes a column ([`key_column`]);
+/// the leading [`KeyDesign::partition_parts`] form the partition key, the
+/// rest cluster; the record's other fields follow.
+pub fn cassandra_table(design: &KeyDesign, columns: &CqlColumns, table: &str) -> String {
     let plen = design.partition_len();
-    let mut columns: Vec<(String, &'static str)> = Vec::new();
+    let mut defined: Vec<(String, String)> = Vec::new();
     let mut partition: Vec<String> = Vec::new();
     let mut clustering: Vec<(String, bool)> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     for (i, part) in design.parts.iter().enumerate() {
-        let (name, ty, desc) = match part {
-            Part::Field { name, .. } => (name.clone(), cql_type(kind, name), false),
-            Part::Timestamp(TimeForm::HourBucket) => {
-                notes.push("hour: the hour bucket (YYYYMMDDHH), computed by the writer".into());
-                ("hour".into(), "int", false)
-            }
-            Part::Timestamp(form) => ("ts".into(), "timestamp", form.newest_first()),
-            Part::Salt { field, buckets } => {
-                notes.push(format!(
-                    "salt: hash({field}) mod {buckets}, computed by the writer and by every reader"
-                ));
-                ("salt".into(), "int", false)
-            }
-            Part::RoundRobin { buckets } => {
-                notes.push(format!(
-                    "shard: write number mod {buckets}; readers must query every shard"
-                ));
-                ("shard".into(), "int", false)
-            }
-            Part::HashPrefix { field, digits } => {
-                notes.push(format!("hash_prefix: first {digits} hex digits of hash({field})"));
-                ("hash_prefix".into(), "text", false)
-            }
-            Part::Constant(b) => {
-                notes.push(format!(
-                    "const {}: a Cassandra table already names its rows; dropped",
-                    to_string_binary(b)
-                ));
-                continue;
-            }
-            Part::Separator(_) => continue,
+        if let Part::Constant(b) = part {
+            notes.push(format!(
+                "const {}: a Cassandra table already names its rows; dropped",
+                to_string_binary(b)
+            ));
+        }
+        let Some(col) = key_column(part, columns) else {
+            continue;
         };
-        if columns.iter().any(|(c, _)| *c == name) {
+        notes.extend(col.note.clone());
+        if defined.iter().any(|(c, _)| *c == col.name) {
             continue; // pad(customer) after salt(customer): one column
         }
-        columns.push((name.clone(), ty));
+        defined.push((col.name.clone(), col.cql_type.clone()));
         if i < plen {
-            partition.push(name);
+            partition.push(col.name);
         } else {
-            clustering.push((name, desc));
+            clustering.push((col.name, col.descending));
         }
     }
-    for field in kind.fields().iter().copied().chain(["ts"]) {
-        if !columns.iter().any(|(c, _)| c == field) {
-            columns.push((field.to_string(), cql_type(kind, field)));
+    for (field, ty) in &columns.fields {
+        if !defined.iter().any(|(c, _)| c == field) {
+            defined.push((field.clone(), ty.clone()));
         }
     }
     let mut out = String::new();
@@ -96,7 +173,7 @@ pub fn cassandra(design: &KeyDesign, kind: WorkloadKind, table: &str) -> String 
         let _ = writeln!(out, "-- {n}");
     }
     let _ = writeln!(out, "CREATE TABLE {table} (");
-    for (c, t) in &columns {
+    for (c, t) in &defined {
         let _ = writeln!(out, "    {c} {t},");
     }
     let _ = write!(out, "    PRIMARY KEY (({})", partition.join(", "));
@@ -129,16 +206,26 @@ pub fn cassandra(design: &KeyDesign, kind: WorkloadKind, table: &str) -> String 
 /// # Ok::<(), cellar_keys::Error>(())
 /// ```
 pub fn hbase(design: &KeyDesign, table: &str, regions: usize) -> String {
-    let points: Vec<String> = presplit_points(design, regions)
-        .iter()
-        .map(|p| format!("\"{}\"", to_string_binary(p).replace('"', "\\x22")))
-        .collect();
+    hbase_with_splits(table, &presplit_points(design, regions))
+}
+
+/// An HBase shell `create` with one column family `f` and the given split
+/// points (for a design whose split points come from its data rather than
+/// from a leading salt).
+pub fn hbase_with_splits(table: &str, splits: &[Vec<u8>]) -> String {
+    let points: Vec<String> = splits.iter().map(|p| hbase_bytes(p)).collect();
     let mut out = format!("create '{table}', {{NAME => 'f', VERSIONS => 1}}");
     if !points.is_empty() {
         let _ = write!(out, ", SPLITS => [{}]", points.join(", "));
     }
     out.push('\n');
     out
+}
+
+/// Bytes as an HBase shell (JRuby) string literal: double quotes, `\xNN`
+/// escapes for everything but printable ASCII.
+pub fn hbase_bytes(bytes: &[u8]) -> String {
+    format!("\"{}\"", to_string_binary(bytes).replace('"', "\\x22"))
 }
 
 /// A value as CQL would write it (for examples).

@@ -62,12 +62,66 @@ pub enum TimeForm {
     Reversed19,
     /// The hour, `YYYYMMDDHH`: every write of an hour shares it.
     HourBucket,
+    /// The day, `YYYYMMDD`: a partition per day bounds how large one grows.
+    DayBucket,
+    /// The month, `YYYYMM`.
+    MonthBucket,
 }
 
 impl TimeForm {
     /// True when a larger timestamp sorts first.
     pub fn newest_first(self) -> bool {
         matches!(self, TimeForm::Reversed8 | TimeForm::Reversed19)
+    }
+
+    /// True for the hour, day and month buckets: a form that many
+    /// timestamps share, so it groups rows rather than ordering them.
+    pub fn is_bucket(self) -> bool {
+        matches!(self, TimeForm::HourBucket | TimeForm::DayBucket | TimeForm::MonthBucket)
+    }
+
+    /// The buckets that the times `[from, to)` fall in, oldest first: the
+    /// partitions a read of that range must visit when the bucket is part of
+    /// a partition key. `None` for a form that is not a bucket, for an empty
+    /// range, or when there would be more than `max` buckets (a fan-out too
+    /// wide to be worth it).
+    ///
+    /// ```
+    /// use cellar_keys::key::TimeForm;
+    /// let (jan_30, feb_2) = (1_706_572_800_000, 1_706_832_000_000);
+    /// assert_eq!(
+    ///     TimeForm::DayBucket.buckets_between(jan_30, feb_2, 10),
+    ///     Some(vec![b"20240130".to_vec(), b"20240131".to_vec(), b"20240201".to_vec()])
+    /// );
+    /// assert_eq!(TimeForm::MonthBucket.buckets_between(jan_30, feb_2, 10).map(|b| b.len()), Some(2));
+    /// assert_eq!(TimeForm::HourBucket.buckets_between(jan_30, feb_2, 10), None); // 72 hours
+    /// ```
+    pub fn buckets_between(self, from: u64, to: u64, max: usize) -> Option<Vec<Vec<u8>>> {
+        if to <= from || !self.is_bucket() {
+            return None;
+        }
+        let last = to - 1;
+        let mut out = Vec::new();
+        let mut ts = from;
+        loop {
+            if out.len() == max {
+                return None;
+            }
+            out.push(self.encode(ts).ok()?);
+            // The first millisecond of the next bucket.
+            ts = match self {
+                TimeForm::HourBucket => (ts / encoding::HOUR_MS + 1) * encoding::HOUR_MS,
+                TimeForm::DayBucket => (ts / encoding::DAY_MS + 1) * encoding::DAY_MS,
+                _ => {
+                    let (y, m, _) = encoding::civil_from_days((ts / encoding::DAY_MS) as i64);
+                    let (y, m) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+                    u64::try_from(encoding::days_from_civil(y, m, 1)).ok()? * encoding::DAY_MS
+                }
+            };
+            if ts > last {
+                return Some(out);
+            }
+        }
     }
 
     /// The bytes of a timestamp in this form.
@@ -82,6 +136,8 @@ impl TimeForm {
             TimeForm::Reversed8 => encoding::reverse_ts8(ts).to_vec(),
             TimeForm::Reversed19 => encoding::reverse_ts19(ts),
             TimeForm::HourBucket => encoding::hour_bucket(ts),
+            TimeForm::DayBucket => encoding::day_bucket(ts),
+            TimeForm::MonthBucket => encoding::month_bucket(ts),
         })
     }
 }
@@ -155,6 +211,8 @@ impl Part {
                 TimeForm::Bytes8 | TimeForm::Reversed8 => 8,
                 TimeForm::Reversed19 => 19,
                 TimeForm::HourBucket => 10,
+                TimeForm::DayBucket => 8,
+                TimeForm::MonthBucket => 6,
             }),
             Part::Salt { buckets, .. } | Part::RoundRobin { buckets } => {
                 Some(decimal_width(u64::from(buckets.saturating_sub(1))))

@@ -15,7 +15,7 @@
 //! | `flip(f)` | 8 bytes with the sign bit flipped |
 //! | `ts(ms)`, `ts(ms,8)` | timestamp as 13 digits, or as 8 bytes |
 //! | `revts(ms,19)`, `revts(ms,8)` | `Long.MAX_VALUE - ts` as 19 digits or 8 bytes |
-//! | `hour(ts)` | the hour bucket `YYYYMMDDHH` |
+//! | `hour(ts)`, `day(ts)`, `month(ts)` | the hour, day or month bucket: `YYYYMMDDHH`, `YYYYMMDD`, `YYYYMM` |
 //! | `salt(f,N)` | `hash(f) mod N`, zero-padded |
 //! | `rr(N)` or `salt(*,N)` | round-robin salt per write |
 //! | `hash(f,D)` | first `D` hex digits of `hash(f)` |
@@ -278,9 +278,13 @@ fn call(name: &str, args: &[(usize, Arg)], at: usize) -> Result<Part> {
                 )),
             }
         }
-        "hour" => {
+        "hour" | "day" | "month" => {
             arity(args, &[0, 1], at, name)?;
-            Ok(Part::Timestamp(TimeForm::HourBucket))
+            Ok(Part::Timestamp(match name {
+                "hour" => TimeForm::HourBucket,
+                "day" => TimeForm::DayBucket,
+                _ => TimeForm::MonthBucket,
+            }))
         }
         "salt" => {
             arity(args, &[2], at, name)?;
@@ -320,7 +324,7 @@ fn call(name: &str, args: &[(usize, Arg)], at: usize) -> Result<Part> {
         }
         _ => Err(syntax(
             at,
-            format!("unknown part {name:?}: use field, pad, u64, long, flip, ts, revts, hour, salt, rr, hash, const or \"sep\""),
+            format!("unknown part {name:?}: use field, pad, u64, long, flip, ts, revts, hour, day, month, salt, rr, hash, const or \"sep\""),
         )),
     }
 }
@@ -346,6 +350,8 @@ impl fmt::Display for Part {
                 TimeForm::Reversed19 => "revts(ms,19)",
                 TimeForm::Reversed8 => "revts(ms,8)",
                 TimeForm::HourBucket => "hour(ts)",
+                TimeForm::DayBucket => "day(ts)",
+                TimeForm::MonthBucket => "month(ts)",
             }),
             Part::Salt { field, buckets } => write!(f, "salt({field},{buckets})"),
             Part::RoundRobin { buckets } => write!(f, "rr({buckets})"),

@@ -102,6 +102,24 @@ fn hour_buckets_are_readable_and_sorted() {
 }
 
 #[test]
+fn day_and_month_buckets_are_readable_and_sorted() {
+    assert_eq!(day_bucket(1_704_067_200_000 - 1), b"20231231".to_vec());
+    assert_eq!(day_bucket(1_704_067_200_000), b"20240101".to_vec());
+    assert_eq!(day_bucket(951_782_400_000), b"20000229".to_vec(), "a leap day");
+    assert_eq!(month_bucket(951_782_400_000), b"200002".to_vec());
+    assert_eq!(month_bucket(1_704_067_200_000 - 1), b"202312".to_vec());
+}
+
+#[test]
+fn days_from_civil_inverts_civil_from_days() {
+    for days in [-800_000, -1, 0, 1, 11_016, 19_723, 19_783, 2_932_896] {
+        let (y, m, d) = civil_from_days(days);
+        assert_eq!(days_from_civil(y, m, d), days, "{y}-{m}-{d}");
+    }
+    assert_eq!(days_from_civil(2024, 3, 1), 19_783);
+}
+
+#[test]
 fn prefix_successor_is_the_end_of_a_prefix_scan() {
     assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
     assert_eq!(prefix_successor(&[b'a', 0xFF]), Some(b"b".to_vec()));

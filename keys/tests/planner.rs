@@ -245,3 +245,35 @@ fn a_one_minute_read_on_an_hour_partition_visits_one_partition() -> Result<(), E
     assert_eq!(minute.0.kind, PlanKind::RangeScan);
     Ok(())
 }
+
+#[test]
+fn a_day_partition_fans_out_over_exactly_the_days_a_range_needs() -> Result<(), Error> {
+    use cellar_keys::planner::{Query, TimePredicate};
+    use cellar_keys::workload::Value;
+    let design = parse(r##"pad(customer,6) day(ts) | ts(ms) "#" field(order_id)"##)?;
+    let jan_30_noon = 1_706_616_000_000;
+    let query = Query {
+        name: "customer 42 from Jan 30 noon to Feb 2 noon".into(),
+        equals: vec![("customer".into(), Value::Int(42))],
+        time: TimePredicate::Between(jan_30_noon, jan_30_noon + 3 * 86_400_000),
+        newest_first: false,
+        limit: None,
+    };
+    let p = plan(&design, &query, true, "order_id")?;
+    assert_eq!(p.kind, PlanKind::FanOut);
+    assert!(p.exact, "the ts(ms) range inside each day makes the plan exact");
+    let partitions: Vec<String> = p
+        .partitions
+        .iter()
+        .flatten()
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    assert_eq!(partitions, ["00004220240130", "00004220240131", "00004220240201", "00004220240202"]);
+    // A year of days is wider than the planner fans out: a full scan.
+    let year = Query {
+        time: TimePredicate::Between(jan_30_noon, jan_30_noon + 365 * 86_400_000),
+        ..query
+    };
+    assert_eq!(plan(&design, &year, true, "order_id")?.kind, PlanKind::FullScan);
+    Ok(())
+}

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use crate::encoding::{hour_bucket, prefix_successor, HOUR_MS};
+use crate::encoding::prefix_successor;
 use crate::error::Result;
 use crate::key::{FieldEncoding, KeyDesign, Part, TimeForm};
 use crate::workload::Value;
@@ -199,21 +199,15 @@ impl Walk {
                     self.push(&form.encode(t)?);
                     self.fixed.push(part.to_string());
                     self.narrowed = true;
-                    self.time_consumed = *form != TimeForm::HourBucket;
+                    self.time_consumed = !form.is_bucket();
                     Step::Fixed
                 }
                 TimePredicate::Between(a, b) if b > a => {
                     if in_partition {
                         // A hashed partition key cannot be ranged over, only
-                        // enumerated: one partition per hour bucket.
-                        let hours: Vec<Vec<u8>> = if *form == TimeForm::HourBucket {
-                            (a / HOUR_MS..=(b - 1) / HOUR_MS)
-                                .map(|h| hour_bucket(h * HOUR_MS))
-                                .collect()
-                        } else {
-                            Vec::new()
-                        };
-                        if hours.is_empty() || !self.fan_out(&hours, part) {
+                        // enumerated: one partition per time bucket.
+                        let buckets = form.buckets_between(a, b, MAX_FAN_OUT).unwrap_or_default();
+                        if buckets.is_empty() || !self.fan_out(&buckets, part) {
                             Step::Stop
                         } else {
                             self.narrowed = true;
@@ -223,7 +217,7 @@ impl Walk {
                         let (lo, hi) = if form.newest_first() { (b - 1, a) } else { (a, b - 1) };
                         self.range = Some((form.encode(lo)?, form.encode(hi)?, part.to_string()));
                         self.narrowed = true;
-                        self.time_consumed = *form != TimeForm::HourBucket;
+                        self.time_consumed = !form.is_bucket();
                         Step::Range
                     }
                 }
