@@ -155,6 +155,16 @@ impl Table {
 impl Backfill<'_> {
     /// Copies one batch; true once the layout is complete and readable.
     pub fn step(&mut self) -> Result<bool> {
+        self.step_while(&mut || Ok(()))
+    }
+
+    /// [`Backfill::step`], running `meanwhile` between the batch's read of
+    /// the source and its copies, with no lock held: the window in which a
+    /// concurrent write meets the backfill. Writes made there land in the
+    /// new layout by themselves, and the batch then skips the records they
+    /// changed. (The lesson and the tests use it to place writes in that
+    /// window deterministically.)
+    pub fn step_while(&mut self, meanwhile: &mut dyn FnMut() -> Result<()>) -> Result<bool> {
         if self.progress.done {
             return Ok(true);
         }
@@ -201,6 +211,7 @@ impl Backfill<'_> {
         self.progress.read_pages += trace.pages_touched();
         self.progress.examined += batch.len() as u64;
         let exhausted = batch.len() < self.options.batch_records;
+        meanwhile()?;
 
         // 2. Under the write lock: copy each record the source still holds unchanged.
         let _w = table.lock_writes();

@@ -1,0 +1,228 @@
+//! The planner's choice: each path goes to the layout that serves it as a
+//! slice or a bounded fan-out over time buckets; a path no layout serves is
+//! refused with a layout that would serve it.
+
+mod common;
+
+use common::*;
+
+use cellar_keys::planner::PlanKind;
+use cellar_tables::{
+    AccessPath, BackfillOptions, Error, LayoutSpec, Params, Planned, QueryOptions, Record, Table,
+};
+
+/// 40 orders: customer `id % 4`, placed an hour apart from T0, warehouse
+/// `id % 3`, shipped a day after they were placed.
+fn loaded(dir: &std::path::Path) -> Result<Table> {
+    let table = orders_table(dir)?;
+    for id in 0..40i64 {
+        let placed = T0 + id as u64 * HOUR;
+        table.insert(&order(id, id % 4, placed, id % 3, placed + DAY, "placed"))?;
+    }
+    Ok(table)
+}
+
+fn served(table: &Table, path: &AccessPath, params: &Params) -> Result<Box<cellar_tables::Choice>> {
+    match table.plan(path, params)? {
+        Planned::Served(choice) => Ok(choice),
+        Planned::Unserved { reasons, .. } => Err(format!("unserved: {reasons:?}").into()),
+    }
+}
+
+#[test]
+fn each_path_goes_to_the_layout_whose_key_makes_it_a_slice() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path())?;
+
+    let latest = served(&table, &latest_of_customer(5), &Params::new().eq("customer", 1))?;
+    assert_eq!(latest.layout, "orders_by_customer");
+    assert_eq!(latest.plan.kind, PlanKind::RangeScan);
+    assert!(latest.exact && latest.ordered);
+    assert_eq!(latest.requests.len(), 1);
+    assert_eq!(latest.requests[0].row, b"00000001");
+    assert_eq!(latest.requests[0].columns.limit, Some(5), "the limit is pushed into the slice");
+
+    let one = served(&table, &by_id(), &Params::new().eq("order_id", 17))?;
+    assert_eq!((one.layout.as_str(), one.plan.kind), ("orders", PlanKind::PointGet));
+
+    let day = Params::new().eq("warehouse", 2).between(T0 + DAY, T0 + 2 * DAY);
+    let shipped = served(&table, &shipped_from_warehouse(), &day)?;
+    assert_eq!(shipped.layout, "orders_by_warehouse_day");
+    assert_eq!(shipped.requests.len(), 1);
+    assert_eq!(shipped.requests[0].row, b"00220240602");
+
+    // The answers, checked against a filtering scan of the source of truth.
+    for (path, params) in [
+        (latest_of_customer(5), Params::new().eq("customer", 1)),
+        (by_id(), Params::new().eq("order_id", 17)),
+        (shipped_from_warehouse(), day),
+    ] {
+        let answer = table.query(&path, &params)?;
+        let scan = table.filtering_scan(&path, &params)?;
+        assert_eq!(answer.records, scan.records, "{path}");
+        assert_eq!(scan.trace.entries_examined(), 40, "a filtering scan reads every record");
+    }
+    let answer = table.query(&latest_of_customer(5), &Params::new().eq("customer", 1))?;
+    assert_eq!(ids(&answer.records), [37, 33, 29, 25, 21]);
+    assert_eq!(answer.trace.entries_examined(), 6, "the 5 returned and the one the merge looked ahead at");
+    Ok(())
+}
+
+#[test]
+fn a_range_across_day_buckets_fans_out_over_exactly_those_days() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path())?;
+    // From noon on June 2 to noon on June 3: two day partitions.
+    let params = Params::new().eq("warehouse", 0).between(T0 + DAY + 12 * HOUR, T0 + 2 * DAY + 12 * HOUR);
+    let choice = served(&table, &shipped_from_warehouse(), &params)?;
+    assert_eq!(choice.plan.kind, PlanKind::FanOut);
+    let rows: Vec<&[u8]> = choice.requests.iter().map(|r| r.row.as_slice()).collect();
+    assert_eq!(rows, [b"00020240602".as_slice(), b"00020240603"]);
+    let answer = table.query(&shipped_from_warehouse(), &params)?;
+    assert_eq!(answer.requests, 2);
+    assert_eq!(ids(&answer.records), [12, 15, 18, 21, 24, 27, 30, 33]);
+    assert_eq!(answer.records, table.filtering_scan(&shipped_from_warehouse(), &params)?.records);
+    assert_eq!(
+        answer.trace.entries_examined(),
+        8,
+        "the slices start and stop at the bounds inside each day"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_fan_out_wider_than_the_planner_allows_is_refused() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path())?;
+    let year = Params::new().eq("warehouse", 0).between(T0, T0 + 365 * DAY);
+    match table.plan(&shipped_from_warehouse(), &year)? {
+        Planned::Unserved { reasons, .. } => assert!(
+            reasons.iter().any(|r| r.starts_with(
+                "orders_by_warehouse_day: the partition key is not known (day(ts) is not fixed)"
+            )),
+            "{reasons:?}"
+        ),
+        Planned::Served(c) => return Err(format!("served by {}", c.layout).into()),
+    }
+    Ok(())
+}
+
+#[test]
+fn an_undeclared_path_is_refused_with_the_layout_that_would_serve_it() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path())?;
+    let path = latest_shipments(3);
+    let params = Params::new().eq("warehouse", 1);
+    let err = table.query(&path, &params).err();
+    let Some(Error::Unserved { reasons, suggestion, .. }) = &err else {
+        return Err(format!("expected a refusal, got {err:?}").into());
+    };
+    assert_eq!(
+        reasons,
+        &[
+            "orders: the partition key is not known (pad(order_id,10) is not fixed): scatter-gather over every partition"
+                .to_string(),
+            "orders_by_customer: the partition key is not known (pad(customer,8) is not fixed): scatter-gather over every partition"
+                .to_string(),
+            "orders_by_warehouse_day: the partition key is not known (day(ts) is not fixed): scatter-gather over every partition"
+                .to_string(),
+        ]
+    );
+    let suggestion = suggestion.as_deref().ok_or("no suggestion")?;
+    assert_eq!(
+        suggestion.to_string(),
+        r##"orders_by_warehouse: pad(warehouse,12) "#" revts(ms,19) "#" pad(order_id,19), ts = shipped_at"##
+    );
+    assert!(err
+        .as_ref()
+        .map(|e| e.to_string())
+        .is_some_and(|m| m.ends_with("or ask for a filtering scan (QueryOptions::allow_filtering)")));
+
+    // Asked for explicitly, a filtering scan answers it.
+    let scan = table.query_with(&path, &params, QueryOptions::default().allow_filtering())?;
+    assert!(scan.is_filtering_scan());
+    assert_eq!(ids(&scan.records), [37, 34, 31]);
+
+    // Added after launch, the suggested layout serves it, as a slice of 3.
+    let report = table.add_layout(suggestion, BackfillOptions { batch_records: 16 }, &mut |_| {})?;
+    assert_eq!((report.batches, report.copied, report.skipped), (3, 40, 0));
+    let answer = table.query(&path, &params)?;
+    assert_eq!(answer.layout, "orders_by_warehouse");
+    assert_eq!(answer.records, scan.records);
+    assert_eq!(answer.trace.entries_examined(), 4);
+    assert!(table.verify()?.is_consistent());
+    Ok(())
+}
+
+#[test]
+fn a_path_that_ranges_over_another_time_is_not_served_by_a_layout_ordered_by_the_first() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path())?;
+    let shipped_by_customer = AccessPath::new("a customer's orders by ship time")
+        .equals("customer")
+        .oldest_first("shipped_at");
+    let params = Params::new().eq("customer", 2).between(T0, T0 + 3 * DAY);
+    let Planned::Unserved { reasons, .. } = table.plan(&shipped_by_customer, &params)? else {
+        return Err("served".into());
+    };
+    assert_eq!(reasons[1], "orders_by_customer: its key orders by placed_at, not by shipped_at");
+    // Without bounds, the customer's partition holds the answer: one slice,
+    // read whole and put in ship-time order (no limit can be pushed down).
+    let all = Params::new().eq("customer", 2);
+    let choice = served(&table, &shipped_by_customer, &all)?;
+    assert_eq!(choice.layout, "orders_by_customer");
+    assert!(!choice.ordered);
+    let answer = table.query(&shipped_by_customer, &all)?;
+    assert_eq!(answer.records, table.filtering_scan(&shipped_by_customer, &all)?.records);
+    Ok(())
+}
+
+#[test]
+fn among_layouts_that_serve_a_path_the_fewest_slices_win_then_the_first_declared() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path())?;
+    let month = LayoutSpec::new(
+        "orders_by_warehouse_month",
+        "pad(warehouse,3) month(ts) | ts(ms) pad(order_id,10)",
+    )
+    .time("shipped_at");
+    table.add_layout(&month, BackfillOptions::default(), &mut |_| {})?;
+    let week = Params::new().eq("warehouse", 1).between(T0, T0 + 7 * DAY);
+    assert_eq!(
+        served(&table, &shipped_from_warehouse(), &week)?.layout,
+        "orders_by_warehouse_month",
+        "1 slice beats 7"
+    );
+    let day = Params::new().eq("warehouse", 1).between(T0 + DAY, T0 + 2 * DAY);
+    assert_eq!(
+        served(&table, &shipped_from_warehouse(), &day)?.layout,
+        "orders_by_warehouse_day",
+        "1 slice each: the first declared"
+    );
+    Ok(())
+}
+
+#[test]
+fn paths_and_parameters_that_do_not_fit_the_table_are_refused() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path())?;
+    let message = |path: &AccessPath, params: &Params| table.plan(path, params).err().map(|e| e.to_string());
+    assert_eq!(
+        message(&latest_of_customer(3), &Params::new()).as_deref(),
+        Some("table orders: path \"latest orders of a customer\": no value is given for customer")
+    );
+    assert_eq!(
+        message(&latest_of_customer(3), &Params::new().eq("customer", 1).eq("warehouse", 2)).as_deref(),
+        Some("table orders: path \"latest orders of a customer\": warehouse is not one of the path's equality fields")
+    );
+    assert_eq!(
+        message(&by_id(), &Params::new().eq("order_id", 1).between(1, 2)).as_deref(),
+        Some("table orders: path \"an order by id\": the path has no range field to bound")
+    );
+    assert_eq!(
+        message(&AccessPath::new("by status").equals("state"), &Params::new().eq("state", "x")).as_deref(),
+        Some("table orders: path \"by status\": state is not a field")
+    );
+    let _ = Record::new();
+    Ok(())
+}

@@ -1,0 +1,289 @@
+//! Writes: every layout changed in one batch; a record moves where a key
+//! field changed; the catalog; verify's findings; refused input.
+
+mod common;
+
+use common::*;
+
+use cellar_tables::{Error, LayoutSpec, Params, Record, Schema, Table, TableOptions};
+
+#[test]
+fn insert_writes_the_record_into_every_layout() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = orders_table(dir.path())?;
+    let report = table.insert(&order(7, 42, T0, 3, T0 + DAY, "placed"))?;
+    assert_eq!(report.entries, 3, "one cell per layout");
+    assert!(report.moved.is_empty());
+    assert_eq!(table.get(&key(7))?, Some(order(7, 42, T0, 3, T0 + DAY, "placed")));
+    let counts = table.write_counts();
+    assert_eq!((counts.inserts, counts.entries), (1, 3));
+    assert_eq!(counts.by_layout["orders_by_warehouse_day"].puts, 1);
+    let verify = table.verify()?;
+    assert!(verify.is_consistent(), "{verify}");
+    assert_eq!(verify.records, 1);
+    assert_eq!(verify.layouts.iter().map(|l| l.cells).collect::<Vec<_>>(), [1, 1, 1]);
+    Ok(())
+}
+
+#[test]
+fn changing_a_key_field_moves_the_record_only_in_the_layouts_that_read_it() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = orders_table(dir.path())?;
+    table.insert(&order(7, 42, T0, 3, T0 + DAY, "placed"))?;
+
+    let rerouted = table.update(&key(7), &Record::new().with("warehouse", 5))?;
+    assert_eq!(rerouted.moved, ["orders_by_warehouse_day"]);
+    assert_eq!(rerouted.entries, 4, "3 puts and the tombstone at the old cell");
+
+    let status = table.update(&key(7), &Record::new().with("status", "shipped"))?;
+    assert!(status.moved.is_empty(), "status is in no key: rewritten in place");
+    assert_eq!(status.entries, 3);
+
+    let later = table.update(&key(7), &Record::new().with("customer", 9).with("shipped_at", (T0 + 2 * DAY) as i64))?;
+    assert_eq!(later.moved, ["orders_by_customer", "orders_by_warehouse_day"]);
+    assert_eq!(table.write_counts().rows_moved, 3);
+
+    let day = |d: u64| Params::new().eq("warehouse", 5).between(T0 + d * DAY, T0 + (d + 1) * DAY);
+    assert_eq!(ids(&table.query(&shipped_from_warehouse(), &day(1))?.records), Vec::<i64>::new());
+    let found = table.query(&shipped_from_warehouse(), &day(2))?;
+    assert_eq!(ids(&found.records), [7]);
+    assert_eq!(found.records[0].get("status"), Some(&cellar_tables::Value::Text("shipped".into())));
+    assert!(table
+        .query(&latest_of_customer(5), &Params::new().eq("customer", 42))?
+        .records
+        .is_empty());
+    let verify = table.verify()?;
+    assert!(verify.is_consistent(), "{verify}");
+    assert_eq!(verify.layouts.iter().map(|l| l.cells).collect::<Vec<_>>(), [1, 1, 1]);
+    Ok(())
+}
+
+#[test]
+fn delete_removes_every_copy_and_a_missing_record_is_no_change() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = orders_table(dir.path())?;
+    table.insert(&order(1, 42, T0, 3, T0 + DAY, "placed"))?;
+    table.insert(&order(2, 42, T0 + HOUR, 3, T0 + DAY, "placed"))?;
+    let report = table.delete(&key(1))?;
+    assert_eq!(report.map(|r| r.entries), Some(3));
+    assert_eq!(table.delete(&key(1))?, None);
+    assert_eq!(table.get(&key(1))?, None);
+    assert_eq!(
+        ids(&table.query(&latest_of_customer(5), &Params::new().eq("customer", 42))?.records),
+        [2]
+    );
+    // A deleted key can be inserted again, even within the same millisecond.
+    table.insert(&order(1, 8, T0, 4, T0 + DAY, "placed"))?;
+    assert_eq!(
+        ids(&table.query(&latest_of_customer(5), &Params::new().eq("customer", 8))?.records),
+        [1]
+    );
+    assert!(table.verify()?.is_consistent());
+    Ok(())
+}
+
+#[test]
+fn inserting_an_existing_key_updating_a_missing_one_and_changing_a_primary_key_are_refused() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = orders_table(dir.path())?;
+    table.insert(&order(7, 42, T0, 3, T0 + DAY, "placed"))?;
+    let err = table.insert(&order(7, 1, T0, 1, T0, "placed")).err().map(|e| e.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some("table orders already holds order_id=7: use update to change it")
+    );
+    assert!(matches!(
+        table.update(&key(8), &Record::new().with("status", "x")),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(matches!(
+        table.update(&key(7), &Record::new().with("order_id", 9)),
+        Err(Error::PrimaryKeyChange { .. })
+    ));
+    let short = table.insert(&Record::new().with("order_id", 9)).err().map(|e| e.to_string());
+    assert_eq!(short.as_deref(), Some("table orders: the record has no customer"));
+    let typed = table
+        .insert(&order(9, 1, T0, 1, T0, "placed").with("warehouse", "three"))
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(typed.as_deref(), Some("table orders: field warehouse is int, not \"three\""));
+    let negative = table
+        .insert(&order(9, 1, T0, 1, T0, "placed").with("customer", -1))
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        negative.as_deref(),
+        Some("key: cannot encode -1 as Padded(8): negative numbers cannot be zero-padded")
+    );
+    // Nothing refused was written.
+    let verify = table.verify()?;
+    assert!(verify.is_consistent());
+    assert_eq!(verify.records, 1);
+    Ok(())
+}
+
+#[test]
+fn a_table_reopens_from_its_catalog_and_cannot_be_opened_twice() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = open_store(dir.path())?;
+    let table = Table::create(store.clone(), &orders_schema(), TableOptions::default())?;
+    table.insert(&order(7, 42, T0, 3, T0 + DAY, "placed"))?;
+    assert!(matches!(
+        Table::open(store.clone(), "orders", TableOptions::default()),
+        Err(Error::AlreadyOpen(_))
+    ));
+    let definition = table.definition();
+    drop(table);
+    drop(store);
+
+    let store = open_store(dir.path())?;
+    assert_eq!(cellar_tables::tables(&store)?, ["orders"]);
+    let table = Table::open(store.clone(), "orders", TableOptions::default())?;
+    assert_eq!(*table.definition(), *definition);
+    assert_eq!(table.get(&key(7))?.and_then(|r| r.int("customer")), Some(42));
+    assert!(matches!(
+        Table::open(store.clone(), "invoices", TableOptions::default()),
+        Err(Error::UnknownTable(_))
+    ));
+    let other = orders_schema().text("note");
+    drop(table);
+    let err = Table::open_or_create(store, &other, TableOptions::default()).err().map(|e| e.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some("table orders: the stored table has other fields or another primary key")
+    );
+    Ok(())
+}
+
+#[test]
+fn verify_finds_a_copy_left_behind_a_missing_copy_and_a_stale_one() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = orders_table(dir.path())?;
+    for id in 1..=3 {
+        table.insert(&order(id, 42, T0 + id as u64, 3, T0 + DAY, "placed"))?;
+    }
+    let store = table.store().clone();
+    let definition = table.definition();
+    let schema = &definition.schema;
+    let by_customer = definition.layout("orders_by_customer")?;
+    let by_day = definition.layout("orders_by_warehouse_day")?;
+    // What a hand-kept copy gets wrong: the old cell of a move left behind,
+    // a copy never written, a copy not updated.
+    let moved_away = by_day.address(schema, &order(1, 42, T0 + 1, 9, T0 + DAY, "placed"))?;
+    store.put("orders_by_warehouse_day", &moved_away.row, &moved_away.column, "stray")?;
+    let at = by_customer.address(schema, &order(2, 42, T0 + 2, 3, T0 + DAY, "placed"))?;
+    store.delete("orders_by_customer", &at.row, &at.column)?;
+    let at = by_day.address(schema, &order(3, 42, T0 + 3, 3, T0 + DAY, "placed"))?;
+    store.put("orders_by_warehouse_day", &at.row, &at.column, "old")?;
+
+    let verify = table.verify()?;
+    assert!(!verify.is_consistent());
+    let found: Vec<(u64, u64, u64)> = verify.layouts.iter().map(|l| (l.missing, l.unexpected, l.wrong)).collect();
+    assert_eq!(found, [(0, 0, 0), (1, 0, 0), (0, 1, 1)]);
+    assert_eq!(verify.layouts[1].examples.len(), 1);
+    Ok(())
+}
+
+#[test]
+fn a_stored_record_that_does_not_decode_is_corruption_naming_its_family() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = orders_table(dir.path())?;
+    table.insert(&order(7, 42, T0, 3, T0 + DAY, "placed"))?;
+    table.store().put("orders", "0000000007", "", [1u8, 2, 3])?;
+    let err = table.get(&key(7)).err().map(|e| e.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some("corrupt record: field order_id is cut short in family orders, row 0000000007")
+    );
+    let verify = table.verify()?;
+    assert_eq!(verify.layouts[0].wrong, 1);
+    Ok(())
+}
+
+#[test]
+fn declarations_that_cannot_work_are_refused_with_the_reason() {
+    let base = || {
+        Schema::new("orders")
+            .int("order_id")
+            .int("customer")
+            .time("placed_at")
+            .text("status")
+            .primary_key(&["order_id"])
+            .source_of_truth(LayoutSpec::new("orders", "pad(order_id,10)"))
+    };
+    let refused = |schema: Schema| -> String {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let store = open_store(dir.path()).expect("store");
+        match Table::create(store, &schema, TableOptions::default()) {
+            Ok(_) => "created".into(),
+            Err(e) => e.to_string(),
+        }
+    };
+    assert_eq!(
+        refused(base().layout(LayoutSpec::new("by_customer", "pad(customer,8)"))),
+        "table orders: layout by_customer: the key does not name order_id, so two records could share a cell: \
+         every primary-key field must be a part of every layout's key"
+    );
+    assert_eq!(
+        refused(base().layout(LayoutSpec::new("by_status", "field(status) pad(order_id,10)"))),
+        "table orders: layout by_status: field(status) is text of any length: follow it with a separator such \
+         as \"#\", or the end of one value could be read as the start of the next"
+    );
+    assert_eq!(
+        refused(base().layout(LayoutSpec::new("spread", "rr(4) pad(order_id,10)"))),
+        "table orders: layout spread: a round-robin salt cannot be computed from the record, so an update \
+         could not find the row to move: salt by a field, salt(f,N)"
+    );
+    assert_eq!(
+        refused(base().layout(LayoutSpec::new("by_time", "revts(ms,19) pad(order_id,10)"))),
+        "table orders: layout by_time: revts(ms,19) needs the layout's time field: LayoutSpec::time(\"field\")"
+    );
+    assert_eq!(
+        refused(base().layout(LayoutSpec::new("by_time", "revts(ms,19) pad(order_id,10)").time("customer"))),
+        "table orders: layout by_time: the time field customer is not a time field"
+    );
+    assert_eq!(
+        refused(base().source_of_truth(LayoutSpec::new("orders", "pad(customer,8) pad(order_id,10)"))),
+        "table orders: layout orders: pad(customer,8): the source of truth is keyed by the primary key alone, \
+         so that a key finds its record"
+    );
+    assert_eq!(
+        refused(base().layout(LayoutSpec::new("orders", "pad(order_id,12)"))),
+        "table orders: two layouts are named orders"
+    );
+    assert_eq!(
+        refused(base().layout(LayoutSpec::new("by_status", "pad(status,4) pad(order_id,10)"))),
+        "table orders: layout by_status: pad(status,4): status is text, and this encoding is for numbers"
+    );
+    assert_eq!(
+        refused(base().primary_key(&["id"])),
+        "table orders: primary key field id is not a field"
+    );
+    assert_eq!(
+        refused(base().layout(LayoutSpec::new("table_catalog", "pad(order_id,12)"))),
+        "table orders: layout table_catalog: table_catalog is the family of the table catalog"
+    );
+}
+
+#[test]
+fn a_text_value_holding_its_separator_is_refused() -> Result {
+    let dir = tempfile::tempdir()?;
+    let schema = Schema::new("notes")
+        .int("id")
+        .text("author")
+        .primary_key(&["id"])
+        .source_of_truth(LayoutSpec::new("notes", "pad(id,6)"))
+        .layout(LayoutSpec::new("notes_by_author", r##"field(author) "#" | pad(id,6)"##));
+    let table = Table::create(open_store(dir.path())?, &schema, TableOptions::default())?;
+    table.insert(&Record::new().with("id", 1).with("author", "ada"))?;
+    let err = table
+        .insert(&Record::new().with("id", 2).with("author", "a#b"))
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some("table notes: author = \"a#b\" contains '#', the separator after it in layout notes_by_author: the key could not be read back")
+    );
+    assert!(table.verify()?.is_consistent());
+    Ok(())
+}
