@@ -37,8 +37,11 @@ impl CqlColumns {
             (WorkloadKind::TimeSeries, "metric") => "text",
             _ => "bigint",
         };
-        let mut fields: Vec<(String, String)> =
-            kind.fields().iter().map(|f| (f.to_string(), ty(f).to_string())).collect();
+        let mut fields: Vec<(String, String)> = kind
+            .fields()
+            .iter()
+            .map(|f| (f.to_string(), ty(f).to_string()))
+            .collect();
         fields.push(("ts".into(), "timestamp".into()));
         CqlColumns {
             fields,
@@ -90,7 +93,9 @@ pub fn key_column(part: &Part, columns: &CqlColumns) -> Option<KeyColumn> {
                 name,
                 "int",
                 false,
-                Some(format!("{name}: the {name} bucket ({shape}) of {time}, computed by the writer")),
+                Some(format!(
+                    "{name}: the {name} bucket ({shape}) of {time}, computed by the writer"
+                )),
             )
         }
         Part::Timestamp(form) => column(time, "timestamp", form.newest_first(), None),
@@ -106,7 +111,9 @@ pub fn key_column(part: &Part, columns: &CqlColumns) -> Option<KeyColumn> {
             "shard",
             "int",
             false,
-            Some(format!("shard: write number mod {buckets}; readers must query every shard")),
+            Some(format!(
+                "shard: write number mod {buckets}; readers must query every shard"
+            )),
         ),
         Part::HashPrefix { field, digits } => column(
             "hash_prefix",

@@ -268,7 +268,10 @@ fn a_day_partition_fans_out_over_exactly_the_days_a_range_needs() -> Result<(), 
         .flatten()
         .map(|k| String::from_utf8_lossy(k).into_owned())
         .collect();
-    assert_eq!(partitions, ["00004220240130", "00004220240131", "00004220240201", "00004220240202"]);
+    assert_eq!(
+        partitions,
+        ["00004220240130", "00004220240131", "00004220240201", "00004220240202"]
+    );
     // A year of days is wider than the planner fans out: a full scan.
     let year = Query {
         time: TimePredicate::Between(jan_30_noon, jan_30_noon + 365 * 86_400_000),

@@ -49,8 +49,7 @@ fn builder_and_syntax_make_the_same_design() -> Result<(), Error> {
 
 #[test]
 fn every_part_form_round_trips() -> Result<(), Error> {
-    let text =
-        r#"const("o") "\x00" field(a) u64(a) long(a) flip(a) ts(ms) ts(ms,8) revts(ms,8) hour(ts) day(ts) month(ts) rr(4) hash(a,3)"#;
+    let text = r#"const("o") "\x00" field(a) u64(a) long(a) flip(a) ts(ms) ts(ms,8) revts(ms,8) hour(ts) day(ts) month(ts) rr(4) hash(a,3)"#;
     let key = parse(text)?;
     assert_eq!(parse(&key.to_string())?, key);
     assert_eq!(parse("salt(*,8)")?.parts, vec![Part::RoundRobin { buckets: 8 }]);

@@ -103,7 +103,9 @@ impl Table {
         let def = self.definition();
         let layout = Layout::new(&def.schema, spec, Role::Copy, LayoutState::Building { cursor: None })?;
         if def.layout(&layout.name).is_ok() {
-            return Err(def.schema.schema_error(format!("the table already has a layout {}", layout.name)));
+            return Err(def
+                .schema
+                .schema_error(format!("the table already has a layout {}", layout.name)));
         }
         create_layout_family(&self.store, &def, &layout, &self.options.family)?;
         let _w = self.lock_writes();

@@ -149,7 +149,9 @@ impl Definition {
             let (kind, rest) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
             match kind {
                 "field" => {
-                    let (name, ty) = rest.split_once(' ').ok_or_else(|| bad(format!("field line {line:?}")))?;
+                    let (name, ty) = rest
+                        .split_once(' ')
+                        .ok_or_else(|| bad(format!("field line {line:?}")))?;
                     let ty = FieldType::from_name(ty).ok_or_else(|| bad(format!("field type {ty:?}")))?;
                     schema.fields.push(Field {
                         name: name.to_string(),

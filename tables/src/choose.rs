@@ -198,9 +198,9 @@ fn in_path_order(def: &Definition, layout: &Layout, path: &AccessPath, params: &
     while let Some((i, p)) = rest.peek() {
         let fixed = *i < split
             || match p {
-            Part::Field { name, .. } | Part::Salt { field: name, .. } | Part::HashPrefix { field: name, .. } => {
-                given(name)
-            }
+                Part::Field { name, .. } | Part::Salt { field: name, .. } | Part::HashPrefix { field: name, .. } => {
+                    given(name)
+                }
                 Part::Timestamp(_) => time_given,
                 _ => false,
             };

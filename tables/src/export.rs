@@ -151,7 +151,10 @@ impl Table {
                 );
                 out.push_str(&cql_insert_one(&def, layout, &new)?);
             } else {
-                let set: Vec<String> = changes.iter().map(|(f, v)| format!("{f} = {}", cql_literal(v))).collect();
+                let set: Vec<String> = changes
+                    .iter()
+                    .map(|(f, v)| format!("{f} = {}", cql_literal(v)))
+                    .collect();
                 let _ = writeln!(
                     out,
                     "  UPDATE {} SET {} WHERE {};",

@@ -107,7 +107,12 @@ pub struct Address {
 
 impl fmt::Display for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} / {}", to_string_binary(&self.row), to_string_binary(&self.column))
+        write!(
+            f,
+            "{} / {}",
+            to_string_binary(&self.row),
+            to_string_binary(&self.column)
+        )
     }
 }
 
@@ -165,7 +170,9 @@ impl Layout {
                 Part::Field { name, encoding } => {
                     let ty = schema.field_named(name).map(|f| f.ty);
                     if ty == Some(FieldType::Text) && *encoding != FieldEncoding::Text {
-                        return Err(fail(format!("{part}: {name} is text, and this encoding is for numbers")));
+                        return Err(fail(format!(
+                            "{part}: {name} is text, and this encoding is for numbers"
+                        )));
                     }
                     if *encoding == FieldEncoding::Text
                         && key.parts.get(i + 1).is_some_and(|next| literal_stop(next).is_none())
@@ -239,8 +246,13 @@ impl Layout {
         };
         for (i, part) in self.key.parts.iter().enumerate() {
             let bytes = self.part_bytes(schema, part, record)?;
-            if let (Part::Field { name, encoding: FieldEncoding::Text }, Some(stop)) =
-                (part, self.key.parts.get(i + 1).and_then(literal_stop))
+            if let (
+                Part::Field {
+                    name,
+                    encoding: FieldEncoding::Text,
+                },
+                Some(stop),
+            ) = (part, self.key.parts.get(i + 1).and_then(literal_stop))
             {
                 if bytes.contains(&stop) {
                     return Err(schema.record_error(format!(

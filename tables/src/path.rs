@@ -161,7 +161,14 @@ impl fmt::Display for AccessPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts: Vec<String> = self.equals.iter().map(|e| format!("{e} =")).collect();
         if let Some(r) = &self.range {
-            parts.push(format!("{r} {}", if self.newest_first { "newest first" } else { "oldest first" }));
+            parts.push(format!(
+                "{r} {}",
+                if self.newest_first {
+                    "newest first"
+                } else {
+                    "oldest first"
+                }
+            ));
         }
         if let Some(n) = self.limit {
             parts.push(format!("limit {n}"));

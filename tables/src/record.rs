@@ -202,9 +202,7 @@ pub(crate) fn decode(schema: &Schema, bytes: &[u8]) -> std::result::Result<Recor
                     .get(..len)
                     .ok_or_else(|| format!("field {} is cut short", field.name))?;
                 rest = tail.get(len..).unwrap_or(&[]);
-                Value::Text(
-                    String::from_utf8(text.to_vec()).map_err(|_| format!("field {} is not UTF-8", field.name))?,
-                )
+                Value::Text(String::from_utf8(text.to_vec()).map_err(|_| format!("field {} is not UTF-8", field.name))?)
             }
         };
         record.values.insert(field.name.clone(), value);

@@ -242,7 +242,11 @@ impl Schema {
             return Err(self.record_error(format!(
                 "a key gives exactly the primary key fields ({}), not {}",
                 self.primary_key.join(", "),
-                if named.is_empty() { "none".into() } else { named.join(", ") }
+                if named.is_empty() {
+                    "none".into()
+                } else {
+                    named.join(", ")
+                }
             )));
         }
         Ok(())

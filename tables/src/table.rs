@@ -194,7 +194,9 @@ impl Changes {
     pub(crate) fn put_definition(&mut self, def: &Definition) {
         let text = def.to_text();
         match self.timestamp {
-            Some(ts) => self.batch.put_at(CATALOG_FAMILY, def.name(), DEFINITION_COLUMN, ts, text),
+            Some(ts) => self
+                .batch
+                .put_at(CATALOG_FAMILY, def.name(), DEFINITION_COLUMN, ts, text),
             None => self.batch.put(CATALOG_FAMILY, def.name(), DEFINITION_COLUMN, text),
         };
     }
@@ -231,7 +233,10 @@ impl Table {
                 return Err(Error::Corruption {
                     family: CATALOG_FAMILY.to_string(),
                     row: name.to_string(),
-                    what: format!("the definition names layout {}, and the store has no such family", layout.name),
+                    what: format!(
+                        "the definition names layout {}, and the store has no such family",
+                        layout.name
+                    ),
                 });
             }
         }
@@ -330,7 +335,10 @@ impl Table {
         let _w = self.write.lock();
         let def = self.definition();
         def.schema.check_record(changes, false)?;
-        if let Some((field, _)) = changes.iter().find(|(f, _)| def.schema.primary_key.iter().any(|k| k == f)) {
+        if let Some((field, _)) = changes
+            .iter()
+            .find(|(f, _)| def.schema.primary_key.iter().any(|k| k == f))
+        {
             return Err(Error::PrimaryKeyChange {
                 table: def.name().to_string(),
                 field: field.to_string(),

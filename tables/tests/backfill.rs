@@ -13,8 +13,11 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 fn by_warehouse() -> LayoutSpec {
-    LayoutSpec::new("orders_by_warehouse", r##"pad(warehouse,4) | revts(ms,19) "#" pad(order_id,10)"##)
-        .time("shipped_at")
+    LayoutSpec::new(
+        "orders_by_warehouse",
+        r##"pad(warehouse,4) | revts(ms,19) "#" pad(order_id,10)"##,
+    )
+    .time("shipped_at")
 }
 
 fn loaded(dir: &std::path::Path, n: i64) -> Result<Table> {

@@ -7,9 +7,7 @@ mod common;
 use common::*;
 
 use cellar_keys::planner::PlanKind;
-use cellar_tables::{
-    AccessPath, BackfillOptions, Error, LayoutSpec, Params, Planned, QueryOptions, Record, Table,
-};
+use cellar_tables::{AccessPath, BackfillOptions, Error, LayoutSpec, Params, Planned, QueryOptions, Record, Table};
 
 /// 40 orders: customer `id % 4`, placed an hour apart from T0, warehouse
 /// `id % 3`, shipped a day after they were placed.
@@ -40,7 +38,11 @@ fn each_path_goes_to_the_layout_whose_key_makes_it_a_slice() -> Result {
     assert!(latest.exact && latest.ordered);
     assert_eq!(latest.requests.len(), 1);
     assert_eq!(latest.requests[0].row, b"00000001");
-    assert_eq!(latest.requests[0].columns.limit, Some(5), "the limit is pushed into the slice");
+    assert_eq!(
+        latest.requests[0].columns.limit,
+        Some(5),
+        "the limit is pushed into the slice"
+    );
 
     let one = served(&table, &by_id(), &Params::new().eq("order_id", 17))?;
     assert_eq!((one.layout.as_str(), one.plan.kind), ("orders", PlanKind::PointGet));
@@ -64,7 +66,11 @@ fn each_path_goes_to_the_layout_whose_key_makes_it_a_slice() -> Result {
     }
     let answer = table.query(&latest_of_customer(5), &Params::new().eq("customer", 1))?;
     assert_eq!(ids(&answer.records), [37, 33, 29, 25, 21]);
-    assert_eq!(answer.trace.entries_examined(), 6, "the 5 returned and the one the merge looked ahead at");
+    assert_eq!(
+        answer.trace.entries_examined(),
+        6,
+        "the 5 returned and the one the merge looked ahead at"
+    );
     Ok(())
 }
 
@@ -73,7 +79,9 @@ fn a_range_across_day_buckets_fans_out_over_exactly_those_days() -> Result {
     let dir = tempfile::tempdir()?;
     let table = loaded(dir.path())?;
     // From noon on June 2 to noon on June 3: two day partitions.
-    let params = Params::new().eq("warehouse", 0).between(T0 + DAY + 12 * HOUR, T0 + 2 * DAY + 12 * HOUR);
+    let params = Params::new()
+        .eq("warehouse", 0)
+        .between(T0 + DAY + 12 * HOUR, T0 + 2 * DAY + 12 * HOUR);
     let choice = served(&table, &shipped_from_warehouse(), &params)?;
     assert_eq!(choice.plan.kind, PlanKind::FanOut);
     let rows: Vec<&[u8]> = choice.requests.iter().map(|r| r.row.as_slice()).collect();
@@ -81,7 +89,10 @@ fn a_range_across_day_buckets_fans_out_over_exactly_those_days() -> Result {
     let answer = table.query(&shipped_from_warehouse(), &params)?;
     assert_eq!(answer.requests, 2);
     assert_eq!(ids(&answer.records), [12, 15, 18, 21, 24, 27, 30, 33]);
-    assert_eq!(answer.records, table.filtering_scan(&shipped_from_warehouse(), &params)?.records);
+    assert_eq!(
+        answer.records,
+        table.filtering_scan(&shipped_from_warehouse(), &params)?.records
+    );
     assert_eq!(
         answer.trace.entries_examined(),
         8,
@@ -97,9 +108,9 @@ fn a_fan_out_wider_than_the_planner_allows_is_refused() -> Result {
     let year = Params::new().eq("warehouse", 0).between(T0, T0 + 365 * DAY);
     match table.plan(&shipped_from_warehouse(), &year)? {
         Planned::Unserved { reasons, .. } => assert!(
-            reasons.iter().any(|r| r.starts_with(
-                "orders_by_warehouse_day: the partition key is not known (day(ts) is not fixed)"
-            )),
+            reasons.iter().any(
+                |r| r.starts_with("orders_by_warehouse_day: the partition key is not known (day(ts) is not fixed)")
+            ),
             "{reasons:?}"
         ),
         Planned::Served(c) => return Err(format!("served by {}", c.layout).into()),
@@ -114,7 +125,10 @@ fn an_undeclared_path_is_refused_with_the_layout_that_would_serve_it() -> Result
     let path = latest_shipments(3);
     let params = Params::new().eq("warehouse", 1);
     let err = table.query(&path, &params).err();
-    let Some(Error::Unserved { reasons, suggestion, .. }) = &err else {
+    let Some(Error::Unserved {
+        reasons, suggestion, ..
+    }) = &err
+    else {
         return Err(format!("expected a refusal, got {err:?}").into());
     };
     assert_eq!(
@@ -165,7 +179,10 @@ fn a_path_that_ranges_over_another_time_is_not_served_by_a_layout_ordered_by_the
     let Planned::Unserved { reasons, .. } = table.plan(&shipped_by_customer, &params)? else {
         return Err("served".into());
     };
-    assert_eq!(reasons[1], "orders_by_customer: its key orders by placed_at, not by shipped_at");
+    assert_eq!(
+        reasons[1],
+        "orders_by_customer: its key orders by placed_at, not by shipped_at"
+    );
     // Without bounds, the customer's partition holds the answer: one slice,
     // read whole and put in ship-time order (no limit can be pushed down).
     let all = Params::new().eq("customer", 2);
@@ -173,7 +190,10 @@ fn a_path_that_ranges_over_another_time_is_not_served_by_a_layout_ordered_by_the
     assert_eq!(choice.layout, "orders_by_customer");
     assert!(!choice.ordered);
     let answer = table.query(&shipped_by_customer, &all)?;
-    assert_eq!(answer.records, table.filtering_scan(&shipped_by_customer, &all)?.records);
+    assert_eq!(
+        answer.records,
+        table.filtering_scan(&shipped_by_customer, &all)?.records
+    );
     Ok(())
 }
 
@@ -212,7 +232,11 @@ fn paths_and_parameters_that_do_not_fit_the_table_are_refused() -> Result {
         Some("table orders: path \"latest orders of a customer\": no value is given for customer")
     );
     assert_eq!(
-        message(&latest_of_customer(3), &Params::new().eq("customer", 1).eq("warehouse", 2)).as_deref(),
+        message(
+            &latest_of_customer(3),
+            &Params::new().eq("customer", 1).eq("warehouse", 2)
+        )
+        .as_deref(),
         Some("table orders: path \"latest orders of a customer\": warehouse is not one of the path's equality fields")
     );
     assert_eq!(
@@ -220,7 +244,11 @@ fn paths_and_parameters_that_do_not_fit_the_table_are_refused() -> Result {
         Some("table orders: path \"an order by id\": the path has no range field to bound")
     );
     assert_eq!(
-        message(&AccessPath::new("by status").equals("state"), &Params::new().eq("state", "x")).as_deref(),
+        message(
+            &AccessPath::new("by status").equals("state"),
+            &Params::new().eq("state", "x")
+        )
+        .as_deref(),
         Some("table orders: path \"by status\": state is not a field")
     );
     let _ = Record::new();

@@ -39,15 +39,30 @@ fn changing_a_key_field_moves_the_record_only_in_the_layouts_that_read_it() -> R
     assert!(status.moved.is_empty(), "status is in no key: rewritten in place");
     assert_eq!(status.entries, 3);
 
-    let later = table.update(&key(7), &Record::new().with("customer", 9).with("shipped_at", (T0 + 2 * DAY) as i64))?;
+    let later = table.update(
+        &key(7),
+        &Record::new()
+            .with("customer", 9)
+            .with("shipped_at", (T0 + 2 * DAY) as i64),
+    )?;
     assert_eq!(later.moved, ["orders_by_customer", "orders_by_warehouse_day"]);
     assert_eq!(table.write_counts().rows_moved, 3);
 
-    let day = |d: u64| Params::new().eq("warehouse", 5).between(T0 + d * DAY, T0 + (d + 1) * DAY);
-    assert_eq!(ids(&table.query(&shipped_from_warehouse(), &day(1))?.records), Vec::<i64>::new());
+    let day = |d: u64| {
+        Params::new()
+            .eq("warehouse", 5)
+            .between(T0 + d * DAY, T0 + (d + 1) * DAY)
+    };
+    assert_eq!(
+        ids(&table.query(&shipped_from_warehouse(), &day(1))?.records),
+        Vec::<i64>::new()
+    );
     let found = table.query(&shipped_from_warehouse(), &day(2))?;
     assert_eq!(ids(&found.records), [7]);
-    assert_eq!(found.records[0].get("status"), Some(&cellar_tables::Value::Text("shipped".into())));
+    assert_eq!(
+        found.records[0].get("status"),
+        Some(&cellar_tables::Value::Text("shipped".into()))
+    );
     assert!(table
         .query(&latest_of_customer(5), &Params::new().eq("customer", 42))?
         .records
@@ -69,13 +84,17 @@ fn delete_removes_every_copy_and_a_missing_record_is_no_change() -> Result {
     assert_eq!(table.delete(&key(1))?, None);
     assert_eq!(table.get(&key(1))?, None);
     assert_eq!(
-        ids(&table.query(&latest_of_customer(5), &Params::new().eq("customer", 42))?.records),
+        ids(&table
+            .query(&latest_of_customer(5), &Params::new().eq("customer", 42))?
+            .records),
         [2]
     );
     // A deleted key can be inserted again, even within the same millisecond.
     table.insert(&order(1, 8, T0, 4, T0 + DAY, "placed"))?;
     assert_eq!(
-        ids(&table.query(&latest_of_customer(5), &Params::new().eq("customer", 8))?.records),
+        ids(&table
+            .query(&latest_of_customer(5), &Params::new().eq("customer", 8))?
+            .records),
         [1]
     );
     assert!(table.verify()?.is_consistent());
@@ -87,7 +106,10 @@ fn inserting_an_existing_key_updating_a_missing_one_and_changing_a_primary_key_a
     let dir = tempfile::tempdir()?;
     let table = orders_table(dir.path())?;
     table.insert(&order(7, 42, T0, 3, T0 + DAY, "placed"))?;
-    let err = table.insert(&order(7, 1, T0, 1, T0, "placed")).err().map(|e| e.to_string());
+    let err = table
+        .insert(&order(7, 1, T0, 1, T0, "placed"))
+        .err()
+        .map(|e| e.to_string());
     assert_eq!(
         err.as_deref(),
         Some("table orders already holds order_id=7: use update to change it")
@@ -100,13 +122,19 @@ fn inserting_an_existing_key_updating_a_missing_one_and_changing_a_primary_key_a
         table.update(&key(7), &Record::new().with("order_id", 9)),
         Err(Error::PrimaryKeyChange { .. })
     ));
-    let short = table.insert(&Record::new().with("order_id", 9)).err().map(|e| e.to_string());
+    let short = table
+        .insert(&Record::new().with("order_id", 9))
+        .err()
+        .map(|e| e.to_string());
     assert_eq!(short.as_deref(), Some("table orders: the record has no customer"));
     let typed = table
         .insert(&order(9, 1, T0, 1, T0, "placed").with("warehouse", "three"))
         .err()
         .map(|e| e.to_string());
-    assert_eq!(typed.as_deref(), Some("table orders: field warehouse is int, not \"three\""));
+    assert_eq!(
+        typed.as_deref(),
+        Some("table orders: field warehouse is int, not \"three\"")
+    );
     let negative = table
         .insert(&order(9, 1, T0, 1, T0, "placed").with("customer", -1))
         .err()
@@ -147,7 +175,9 @@ fn a_table_reopens_from_its_catalog_and_cannot_be_opened_twice() -> Result {
     ));
     let other = orders_schema().text("note");
     drop(table);
-    let err = Table::open_or_create(store, &other, TableOptions::default()).err().map(|e| e.to_string());
+    let err = Table::open_or_create(store, &other, TableOptions::default())
+        .err()
+        .map(|e| e.to_string());
     assert_eq!(
         err.as_deref(),
         Some("table orders: the stored table has other fields or another primary key")
@@ -178,7 +208,11 @@ fn verify_finds_a_copy_left_behind_a_missing_copy_and_a_stale_one() -> Result {
 
     let verify = table.verify()?;
     assert!(!verify.is_consistent());
-    let found: Vec<(u64, u64, u64)> = verify.layouts.iter().map(|l| (l.missing, l.unexpected, l.wrong)).collect();
+    let found: Vec<(u64, u64, u64)> = verify
+        .layouts
+        .iter()
+        .map(|l| (l.missing, l.unexpected, l.wrong))
+        .collect();
     assert_eq!(found, [(0, 0, 0), (1, 0, 0), (0, 1, 1)]);
     assert_eq!(verify.layouts[1].examples.len(), 1);
     Ok(())

@@ -30,8 +30,11 @@ pub fn orders_schema() -> Schema {
             LayoutSpec::new("orders_by_customer", "pad(customer,8) | revts(ms,19) pad(order_id,10)").time("placed_at"),
         )
         .layout(
-            LayoutSpec::new("orders_by_warehouse_day", "pad(warehouse,3) day(ts) | ts(ms) pad(order_id,10)")
-                .time("shipped_at"),
+            LayoutSpec::new(
+                "orders_by_warehouse_day",
+                "pad(warehouse,3) day(ts) | ts(ms) pad(order_id,10)",
+            )
+            .time("shipped_at"),
         )
 }
 
@@ -55,7 +58,11 @@ pub fn open_store(dir: &std::path::Path) -> Result<Arc<Store>> {
 
 /// A store in `dir` with the orders table, created or reopened.
 pub fn orders_table(dir: &std::path::Path) -> Result<Table> {
-    Ok(Table::open_or_create(open_store(dir)?, &orders_schema(), TableOptions::default())?)
+    Ok(Table::open_or_create(
+        open_store(dir)?,
+        &orders_schema(),
+        TableOptions::default(),
+    )?)
 }
 
 pub fn latest_of_customer(limit: usize) -> AccessPath {
