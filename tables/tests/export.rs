@@ -1,0 +1,103 @@
+//! The design as Cassandra CQL and HBase shell statements.
+
+mod common;
+
+use common::*;
+
+use cellar_tables::Record;
+
+#[test]
+fn each_layout_becomes_a_cassandra_table_with_its_clustering_order() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = orders_table(dir.path())?;
+    assert_eq!(
+        table.cql_schema(),
+        "-- table orders: one Cassandra table per layout
+-- the source of truth
+CREATE TABLE orders (
+    order_id bigint,
+    customer bigint,
+    placed_at timestamp,
+    warehouse bigint,
+    shipped_at timestamp,
+    status text,
+    PRIMARY KEY ((order_id))
+);
+CREATE TABLE orders_by_customer (
+    customer bigint,
+    placed_at timestamp,
+    order_id bigint,
+    warehouse bigint,
+    shipped_at timestamp,
+    status text,
+    PRIMARY KEY ((customer), placed_at, order_id)
+) WITH CLUSTERING ORDER BY (placed_at DESC, order_id ASC);
+-- day: the day bucket (YYYYMMDD) of shipped_at, computed by the writer
+CREATE TABLE orders_by_warehouse_day (
+    warehouse bigint,
+    day int,
+    shipped_at timestamp,
+    order_id bigint,
+    customer bigint,
+    placed_at timestamp,
+    status text,
+    PRIMARY KEY ((warehouse, day), shipped_at, order_id)
+) WITH CLUSTERING ORDER BY (shipped_at ASC, order_id ASC);
+"
+    );
+    Ok(())
+}
+
+#[test]
+fn an_insert_and_a_key_changing_update_become_logged_batches() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = orders_table(dir.path())?;
+    let placed = order(7, 42, T0, 3, T0 + DAY, "placed");
+    assert_eq!(
+        table.cql_insert(&placed)?,
+        "BEGIN BATCH
+  INSERT INTO orders (order_id, customer, placed_at, warehouse, shipped_at, status) VALUES (7, 42, 1717200000000, 3, 1717286400000, 'placed');
+  INSERT INTO orders_by_customer (customer, placed_at, order_id, warehouse, shipped_at, status) VALUES (42, 1717200000000, 7, 3, 1717286400000, 'placed');
+  INSERT INTO orders_by_warehouse_day (warehouse, day, shipped_at, order_id, customer, placed_at, status) VALUES (3, 20240602, 1717286400000, 7, 42, 1717200000000, 'placed');
+APPLY BATCH;
+"
+    );
+    table.insert(&placed)?;
+    assert_eq!(
+        table.cql_update(&key(7), &Record::new().with("warehouse", 5))?,
+        "BEGIN BATCH
+  UPDATE orders SET warehouse = 5 WHERE order_id = 7;
+  UPDATE orders_by_customer SET warehouse = 5 WHERE customer = 42 AND placed_at = 1717200000000 AND order_id = 7;
+  DELETE FROM orders_by_warehouse_day WHERE warehouse = 3 AND day = 20240602 AND shipped_at = 1717286400000 AND order_id = 7;
+  INSERT INTO orders_by_warehouse_day (warehouse, day, shipped_at, order_id, customer, placed_at, status) VALUES (5, 20240602, 1717286400000, 7, 42, 1717200000000, 'placed');
+APPLY BATCH;
+"
+    );
+    Ok(())
+}
+
+#[test]
+fn hbase_gets_a_table_per_layout_split_where_the_data_divides_evenly() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = orders_table(dir.path())?;
+    for id in 0..40i64 {
+        table.insert(&order(id, id % 4, T0 + id as u64 * HOUR, id % 2, T0 + DAY, "placed"))?;
+    }
+    let shell = table.hbase_schema(4)?;
+    let lines: Vec<&str> = shell.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "# table orders: one HBase table per layout, family f",
+            r#"create 'orders', {NAME => 'f', VERSIONS => 1}, SPLITS => ["0000000010", "0000000020", "0000000030"]"#,
+            r#"create 'orders_by_customer', {NAME => 'f', VERSIONS => 1}, SPLITS => ["00000001", "00000002", "00000003"]"#,
+            r#"create 'orders_by_warehouse_day', {NAME => 'f', VERSIONS => 1}, SPLITS => ["00120240602"]"#,
+        ]
+    );
+    let update = table.hbase_update(&key(3), &Record::new().with("warehouse", 0))?;
+    let lines: Vec<&str> = update.lines().collect();
+    assert_eq!(lines.len(), 5, "{update}");
+    assert!(lines[3].starts_with(r#"delete 'orders_by_warehouse_day', "00120240602", "f:1717286400000"#));
+    assert!(lines[4].starts_with(r#"put 'orders_by_warehouse_day', "00020240602", "f:1717286400000"#));
+    Ok(())
+}
