@@ -9,16 +9,23 @@
 //!    layout in the state *building*, in the catalog and in memory. From
 //!    that moment every insert, update and delete also writes the new layout,
 //!    in its one atomic batch. Reads will not use the layout yet.
-//! 2. **Copy in bounded batches.** Each step reads the next `batch_records`
-//!    cells of the source of truth after the cursor from a snapshot, without
-//!    the lock (the expensive part: a range scan). Then, *under the write
-//!    lock*, it re-reads each of those records from the live store and copies
-//!    it only if it is unchanged; a record that changed or disappeared since
-//!    the snapshot was written by a writer after staging, and that writer has
-//!    already put it (or its tombstone) in the new layout. The copies, and the
-//!    catalog's new cursor, are one batch.
-//! 3. **Readable.** The step that finds the source exhausted marks the layout
-//!    readable, in the same batch as its last copies.
+//! 2. **Copy in bounded batches.** The backfill takes a snapshot when it
+//!    starts, after the staging: every record it does not see was written
+//!    after staging, so a writer has put it in the new layout already. Each
+//!    step reads the snapshot's next `batch_records` source cells after the
+//!    cursor, without the lock (the expensive part: a range scan). Then,
+//!    *under the write lock*, it re-reads each of those records from the live
+//!    store and copies it only if it is unchanged; a record that changed or
+//!    disappeared since the snapshot was written by a writer after staging,
+//!    and that writer has already put it (or its tombstone) in the new
+//!    layout. The copies, and the catalog's new cursor, are one batch.
+//! 3. **Readable.** The step that finds the snapshot exhausted marks the
+//!    layout readable, in the same batch as its last copies. Because the
+//!    snapshot is fixed, the backfill ends however fast writers insert; a
+//!    backfill that re-read the live source would chase every insert that
+//!    lands after its cursor, and could run for ever. The price is the
+//!    snapshot itself: it keeps the memtables and table files of its moment
+//!    alive until the backfill ends.
 //!
 //! Why no write is lost or duplicated: every write after staging reaches the
 //! new layout itself, atomically with the source of truth. The backfill
@@ -39,10 +46,10 @@
 //! let a stale copy win. The re-read under the lock costs one point read per
 //! copied record and holds writers back for one batch at a time.
 
-use cellar_engine::RowRange;
+use cellar_engine::{RowRange, Snapshot};
 
 use crate::error::{Error, Result};
-use crate::layout::{Address, Layout, LayoutSpec, LayoutState, Role};
+use crate::layout::{cells, Address, Layout, LayoutSpec, LayoutState, Role};
 use crate::table::{create_layout_family, decode_cell, Changes, Table};
 
 /// How a backfill runs.
@@ -92,6 +99,8 @@ pub struct BackfillProgress {
 /// other threads.
 pub struct Backfill<'t> {
     table: &'t Table,
+    /// The source as it was when the backfill started.
+    snapshot: Snapshot,
     options: BackfillOptions,
     progress: BackfillProgress,
 }
@@ -131,6 +140,7 @@ impl Table {
         }
         Ok(Backfill {
             table: self,
+            snapshot: self.store.snapshot(),
             options: BackfillOptions {
                 batch_records: options.batch_records.max(1),
             },
@@ -179,8 +189,7 @@ impl Backfill<'_> {
         };
         let source = def.source().name.clone();
 
-        // 1. The next records after the cursor, from a snapshot, unlocked.
-        let snapshot = table.store.snapshot();
+        // 1. The next records after the cursor, from the snapshot, unlocked.
         let range = match &cursor {
             Some(c) => RowRange {
                 from: Some(c.row.clone().into()),
@@ -188,22 +197,16 @@ impl Backfill<'_> {
             },
             None => RowRange::all(),
         };
-        let mut scan = snapshot.scan(&source, &range)?;
+        let mut scan = self.snapshot.scan(&source, &range)?;
         let mut batch: Vec<(Address, bytes::Bytes)> = Vec::new();
-        'rows: for row in &mut scan {
-            let row = row?;
-            for cell in row.cells {
-                let at = Address {
-                    row: row.key.to_vec(),
-                    column: cell.column.to_vec(),
-                };
-                if cursor.as_ref().is_some_and(|c| at <= *c) {
-                    continue;
-                }
-                batch.push((at, cell.value));
-                if batch.len() == self.options.batch_records {
-                    break 'rows;
-                }
+        for cell in cells(&mut scan) {
+            let (at, value) = cell?;
+            if cursor.as_ref().is_some_and(|c| at <= *c) {
+                continue;
+            }
+            batch.push((at, value));
+            if batch.len() == self.options.batch_records {
+                break;
             }
         }
         let trace = scan.trace();

@@ -18,6 +18,7 @@
 //! tables at all. On one machine cellar's `WriteBatch` gives both.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use cellar_engine::RowRange;
 use cellar_keys::export::{cassandra_table, cql_literal, hbase_bytes, hbase_with_splits, key_column, CqlColumns};
@@ -103,6 +104,18 @@ fn where_clause(def: &Definition, layout: &Layout, record: &Record) -> Result<St
 }
 
 impl Table {
+    /// The definition, and a record before and after an update.
+    fn before_and_after(&self, key: &Record, changes: &Record) -> Result<(Arc<Definition>, Record, Record)> {
+        let def = self.definition();
+        def.schema.check_record(changes, false)?;
+        let old = self.get(key)?.ok_or_else(|| Error::NotFound {
+            table: def.name().to_string(),
+            key: key.to_string(),
+        })?;
+        let new = old.merged(changes);
+        Ok((def, old, new))
+    }
+
     /// One Cassandra `CREATE TABLE` per layout.
     pub fn cql_schema(&self) -> String {
         let def = self.definition();
@@ -133,13 +146,7 @@ impl Table {
     /// elsewhere an `UPDATE` of the changed fields. The old record is read
     /// from the source of truth, as the update itself does.
     pub fn cql_update(&self, key: &Record, changes: &Record) -> Result<String> {
-        let def = self.definition();
-        def.schema.check_record(changes, false)?;
-        let old = self.get(key)?.ok_or_else(|| Error::NotFound {
-            table: def.name().to_string(),
-            key: key.to_string(),
-        })?;
-        let new = old.merged(changes);
+        let (def, old, new) = self.before_and_after(key, changes)?;
         let mut out = String::from("BEGIN BATCH\n");
         for layout in &def.layouts {
             if layout.address(&def.schema, &old)? != layout.address(&def.schema, &new)? {
@@ -204,13 +211,7 @@ impl Table {
 
     /// The deletes and puts an update becomes in the HBase shell.
     pub fn hbase_update(&self, key: &Record, changes: &Record) -> Result<String> {
-        let def = self.definition();
-        def.schema.check_record(changes, false)?;
-        let old = self.get(key)?.ok_or_else(|| Error::NotFound {
-            table: def.name().to_string(),
-            key: key.to_string(),
-        })?;
-        let new = old.merged(changes);
+        let (def, old, new) = self.before_and_after(key, changes)?;
         let value = record::encode(&def.schema, &new);
         let mut out = String::from(
             "# HBase applies each statement on its own: a crash between them leaves the layouts out of step\n",

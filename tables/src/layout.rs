@@ -22,7 +22,8 @@
 
 use std::fmt;
 
-use cellar_engine::validate_family_name;
+use bytes::Bytes;
+use cellar_engine::{validate_family_name, Row};
 use cellar_keys::encoding::to_string_binary;
 use cellar_keys::key::{FieldEncoding, KeyDesign, Part};
 use cellar_keys::syntax;
@@ -114,6 +115,26 @@ impl fmt::Display for Address {
             to_string_binary(&self.column)
         )
     }
+}
+
+/// The cells of a scan, each with its address, in key order.
+pub(crate) fn cells(
+    rows: impl Iterator<Item = cellar_engine::Result<Row>>,
+) -> impl Iterator<Item = Result<(Address, Bytes)>> {
+    rows.flat_map(|row| match row {
+        Ok(row) => row
+            .cells
+            .into_iter()
+            .map(|cell| {
+                let at = Address {
+                    row: row.key.to_vec(),
+                    column: cell.column.to_vec(),
+                };
+                Ok((at, cell.value))
+            })
+            .collect::<Vec<_>>(),
+        Err(e) => vec![Err(e.into())],
+    })
 }
 
 /// A checked layout of a table.

@@ -18,7 +18,7 @@ use cellar_engine::{RowRange, Trace};
 
 use crate::choose::{choose, Choice, Planned};
 use crate::error::{Error, Result};
-use crate::layout::Address;
+use crate::layout::{cells, Address};
 use crate::path::{AccessPath, Params};
 use crate::record::Record;
 use crate::table::{decode_cell, Table};
@@ -98,17 +98,11 @@ impl Table {
         let snapshot = self.store.snapshot();
         let mut scan = snapshot.scan(&source.name, &RowRange::all())?;
         let mut records = Vec::new();
-        for row in &mut scan {
-            let row = row?;
-            for cell in &row.cells {
-                let at = Address {
-                    row: row.key.to_vec(),
-                    column: cell.column.to_vec(),
-                };
-                let record = decode_cell(&def, source, &at, &cell.value)?;
-                if path.matches(params, &record) {
-                    records.push(record);
-                }
+        for cell in cells(&mut scan) {
+            let (at, value) = cell?;
+            let record = decode_cell(&def, source, &at, &value)?;
+            if path.matches(params, &record) {
+                records.push(record);
             }
         }
         path.finish(&def.schema, &mut records);

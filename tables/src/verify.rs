@@ -21,7 +21,7 @@ use cellar_engine::RowRange;
 
 use crate::catalog;
 use crate::error::{Error, Result};
-use crate::layout::{Address, LayoutState};
+use crate::layout::{cells, Address, LayoutState};
 use crate::record;
 use crate::table::Table;
 
@@ -114,32 +114,26 @@ impl Table {
         };
         // Every record of the source, with its own address and value.
         let mut records = Vec::new();
-        for row in snapshot.scan(&source.name, &RowRange::all())? {
-            let row = row?;
-            for cell in row.cells {
-                check.cells += 1;
-                let at = Address {
-                    row: row.key.to_vec(),
-                    column: cell.column.to_vec(),
-                };
-                let record = match record::decode(&def.schema, &cell.value) {
-                    Ok(r) => r,
-                    Err(why) => {
-                        check.wrong += 1;
-                        check.problem(format!("{at}: does not decode: {why}"));
-                        continue;
-                    }
-                };
-                match source.address(&def.schema, &record) {
-                    Ok(own) if own == at => records.push((at, cell.value, record)),
-                    Ok(own) => {
-                        check.wrong += 1;
-                        check.problem(format!("{at}: holds {record}, whose key is {own}"));
-                    }
-                    Err(e) => {
-                        check.wrong += 1;
-                        check.problem(format!("{at}: {e}"));
-                    }
+        for cell in cells(snapshot.scan(&source.name, &RowRange::all())?) {
+            let (at, value) = cell?;
+            check.cells += 1;
+            let record = match record::decode(&def.schema, &value) {
+                Ok(r) => r,
+                Err(why) => {
+                    check.wrong += 1;
+                    check.problem(format!("{at}: does not decode: {why}"));
+                    continue;
+                }
+            };
+            match source.address(&def.schema, &record) {
+                Ok(own) if own == at => records.push((at, value, record)),
+                Ok(own) => {
+                    check.wrong += 1;
+                    check.problem(format!("{at}: holds {record}, whose key is {own}"));
+                }
+                Err(e) => {
+                    check.wrong += 1;
+                    check.problem(format!("{at}: {e}"));
                 }
             }
         }
@@ -165,24 +159,18 @@ impl Table {
                     }
                 }
             }
-            for row in snapshot.scan(&layout.name, &RowRange::all())? {
-                let row = row?;
-                for cell in row.cells {
-                    check.cells += 1;
-                    let at = Address {
-                        row: row.key.to_vec(),
-                        column: cell.column.to_vec(),
-                    };
-                    match expected.remove(&at) {
-                        Some((value, _)) if *value == cell.value => {}
-                        Some((_, from)) => {
-                            check.wrong += 1;
-                            check.problem(format!("{at}: not the value of the record at {from}"));
-                        }
-                        None => {
-                            check.unexpected += 1;
-                            check.problem(format!("{at}: no record of the source lies here"));
-                        }
+            for cell in cells(snapshot.scan(&layout.name, &RowRange::all())?) {
+                let (at, value) = cell?;
+                check.cells += 1;
+                match expected.remove(&at) {
+                    Some((want, _)) if *want == value => {}
+                    Some((_, from)) => {
+                        check.wrong += 1;
+                        check.problem(format!("{at}: not the value of the record at {from}"));
+                    }
+                    None => {
+                        check.unexpected += 1;
+                        check.problem(format!("{at}: no record of the source lies here"));
                     }
                 }
             }

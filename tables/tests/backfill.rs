@@ -104,6 +104,36 @@ fn writes_between_a_batch_read_and_its_copies_are_skipped_not_overwritten() -> R
 }
 
 #[test]
+fn a_backfill_ends_even_when_writers_insert_faster_than_it_copies() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path(), 40)?;
+    table.stage_layout(&by_warehouse())?;
+    let mut backfill = table.backfill("orders_by_warehouse", BackfillOptions { batch_records: 3 })?;
+    let mut next = 1000;
+    let mut steps = 0;
+    // Each batch copies 3 records while 5 new ones land after its cursor:
+    // a backfill chasing the live source would never reach its end.
+    while !backfill.step_while(&mut || {
+        for _ in 0..5 {
+            next += 1;
+            table.insert(&order(next, 1, T0, 2, T0 + DAY, "placed"))?;
+        }
+        Ok(())
+    })? {
+        steps += 1;
+        if steps > 100 {
+            return Err("the backfill is still running after 100 batches".into());
+        }
+    }
+    assert_eq!(steps, 13, "the 40 records there when it started, 3 at a time");
+    assert_eq!(backfill.progress().copied, 40);
+    drop(backfill);
+    consistent(&table)?;
+    assert_eq!(table.verify()?.layouts[3].cells, 40 + 70);
+    Ok(())
+}
+
+#[test]
 fn a_backfill_stopped_part_way_resumes_from_its_stored_cursor() -> Result {
     let dir = tempfile::tempdir()?;
     {
