@@ -60,7 +60,7 @@ pub enum Export {
 pub struct Args {
     /// The row key, e.g. 'salt(user,16) "#" pad(user,12) "#" revts(ms,19) "#" field(order_id)'.
     /// Parts: field(f) pad(f,W) u64(f) long(f) flip(f) ts(ms) ts(ms,8) revts(ms,19) revts(ms,8)
-    /// hour(ts) salt(f,N) rr(N) hash(f,D) const(x) "sep"; `|` ends the partition key.
+    /// hour(ts) day(ts) month(ts) salt(f,N) rr(N) hash(f,D) const(x) "sep"; `|` ends the partition key.
     #[arg(long, value_name = "SYNTAX")]
     pub key: String,
     /// orders, timeseries, users (Zipf) or tenants (one big customer).
