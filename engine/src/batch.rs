@@ -11,22 +11,26 @@
 //! op = family_id u32 | kind u8 | timestamp u64 | row_len u32 | row | column_len u32 | column | value_len u32 | value
 //! ```
 
+use std::ops::Range;
+
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::key::Kind;
 use crate::options::{MAX_COLUMN_BYTES, MAX_ROW_BYTES, MAX_VALUE_BYTES};
 
-/// One operation of a batch, before its family is resolved.
+/// One operation of a batch, before its family is resolved: where its bytes
+/// are in the batch's buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Op {
-    pub family: String,
-    pub kind: Kind,
-    pub row: Bytes,
-    pub column: Bytes,
+struct OpSpan {
+    /// Position of its family in the batch's list of family names.
+    family: usize,
+    kind: Kind,
     /// `None` = the store's clock at write time.
-    pub timestamp: Option<u64>,
-    pub value: Bytes,
+    timestamp: Option<u64>,
+    row: Range<usize>,
+    column: Range<usize>,
+    value: Range<usize>,
 }
 
 /// A group of writes applied atomically: all or nothing, even across a crash.
@@ -42,7 +46,12 @@ pub(crate) struct Op {
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WriteBatch {
-    pub(crate) ops: Vec<Op>,
+    /// Every operation's row, column and value, one after another: a batch
+    /// of many cells costs a few growing buffers, not three allocations a cell.
+    data: Vec<u8>,
+    ops: Vec<OpSpan>,
+    /// The families named, each once.
+    families: Vec<String>,
 }
 
 impl WriteBatch {
@@ -62,13 +71,26 @@ impl WriteBatch {
     }
 
     fn push(&mut self, family: &str, kind: Kind, row: &[u8], column: &[u8], timestamp: Option<u64>, value: &[u8]) {
-        self.ops.push(Op {
-            family: family.to_string(),
+        let family = match self.families.iter().position(|f| f == family) {
+            Some(i) => i,
+            None => {
+                self.families.push(family.to_string());
+                self.families.len() - 1
+            }
+        };
+        let mut append = |bytes: &[u8]| {
+            let start = self.data.len();
+            self.data.extend_from_slice(bytes);
+            start..self.data.len()
+        };
+        let (row, column, value) = (append(row), append(column), append(value));
+        self.ops.push(OpSpan {
+            family,
             kind,
-            row: Bytes::copy_from_slice(row),
-            column: Bytes::copy_from_slice(column),
             timestamp,
-            value: Bytes::copy_from_slice(value),
+            row,
+            column,
+            value,
         });
     }
 
@@ -143,15 +165,16 @@ impl WriteBatch {
 
     /// The operations, borrowed, as the write path takes them.
     pub(crate) fn op_refs(&self) -> Vec<OpRef<'_>> {
+        let bytes = |range: &Range<usize>| self.data.get(range.clone()).unwrap_or_default();
         self.ops
             .iter()
             .map(|op| OpRef {
-                family: &op.family,
+                family: self.families.get(op.family).map_or("", String::as_str),
                 kind: op.kind,
-                row: &op.row,
-                column: &op.column,
+                row: bytes(&op.row),
+                column: bytes(&op.column),
                 timestamp: op.timestamp,
-                value: &op.value,
+                value: bytes(&op.value),
             })
             .collect()
     }
