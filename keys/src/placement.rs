@@ -281,7 +281,14 @@ pub struct Placement {
     /// Writes per tick per server: `[tick][server]`.
     pub writes: Vec<Vec<u64>>,
     /// Writes per tick per key-space bin: `[tick][bin]`, bin 0 = first key.
+    /// The bins cut one key space for the whole run (see [`simulate`]).
     pub heat: Vec<Vec<u64>>,
+    /// The servers that took the writes of each heat cell, `[tick][bin]`,
+    /// in server order.
+    pub heat_servers: Vec<Vec<Vec<usize>>>,
+    /// The first and last distinct key of each bin (range stores; a bin no
+    /// key falls in is `None`). Hashed stores bin the hash space: `None`.
+    pub bin_keys: Vec<Option<(Vec<u8>, Vec<u8>)>>,
     /// Region (or ownership) boundaries at the end of each tick, as positions
     /// in the key space from 0.0 (first key) to 1.0.
     pub boundaries: Vec<Vec<f64>>,
@@ -395,6 +402,8 @@ pub fn simulate(spec: &ClusterSpec, design: &KeyDesign, writes: &[(Vec<u8>, Vec<
         servers: spec.servers,
         writes: vec![vec![0; spec.servers]; spec.ticks],
         heat: vec![vec![0; spec.key_bins]; spec.ticks],
+        heat_servers: vec![vec![Vec::new(); spec.key_bins]; spec.ticks],
+        bin_keys: vec![None; spec.key_bins],
         boundaries: vec![Vec::new(); spec.ticks],
         layout: Layout::Equal(spec.servers),
         splits: 0,
@@ -454,6 +463,16 @@ fn hashed(
         if let Some(c) = placement.heat.get_mut(t).and_then(|row| row.get_mut(bin)) {
             *c += 1;
         }
+        note_server(placement, t, bin, owner(h));
+    }
+}
+
+/// Records that `server` took a write of heat cell `(tick, bin)`.
+fn note_server(placement: &mut Placement, tick: usize, bin: usize, server: usize) {
+    if let Some(servers) = placement.heat_servers.get_mut(tick).and_then(|row| row.get_mut(bin)) {
+        if let Err(at) = servers.binary_search(&server) {
+            servers.insert(at, server);
+        }
     }
 }
 
@@ -469,6 +488,8 @@ fn simulate_range(
         regions.push(Region::new(point, (i + 1) % spec.servers));
     }
     let mut boundary_keys: Vec<Vec<Vec<u8>>> = vec![Vec::new(); spec.ticks];
+    // The server each write went to, in write order, for the picture.
+    let mut write_servers: Vec<Option<usize>> = Vec::with_capacity(writes.len());
     let mut current_tick = 0;
     let mut tick_total = 0u64;
     for (key, _, ts) in writes {
@@ -483,7 +504,11 @@ fn simulate_range(
         if idx + 1 == regions.len() {
             placement.writes_to_last_region += 1;
         }
-        let Some(region) = regions.get_mut(idx) else { continue };
+        let Some(region) = regions.get_mut(idx) else {
+            write_servers.push(None);
+            continue;
+        };
+        write_servers.push(Some(region.server));
         region.keys.insert(key.clone());
         region.tick_writes += 1;
         if matches!(spec.model, StoreModel::Bigtable { .. }) {
@@ -516,59 +541,48 @@ fn simulate_range(
         current_tick += 1;
         tick_total = 0;
     }
-    // Positions in the picture: a key's rank among the distinct keys that
-    // exist at the end of its tick (the key space as it was then), so a
-    // monotonic key stays at the bottom edge however much the table grows.
+    // Positions in the picture: a key's rank among every distinct key the
+    // run writes. One key space for the whole picture, as Bigtable's Key
+    // Visualizer cuts one set of key buckets for the whole time it shows: a
+    // key keeps its height from the first column to the last, a region
+    // boundary stays where the split put it, and a monotonic key draws the
+    // diagonal the Key Visualizer's guide calls the sign of sequential keys.
+    // (Ranking each tick's writes among the keys written *so far* instead
+    // would stretch the first ticks' few keys over the whole height: a tall
+    // wedge at the left edge that is an artefact of the drawing.)
     let bins = spec.key_bins;
-    let mut seen: Vec<&[u8]> = Vec::new();
-    let mut start = 0;
-    for t in 0..spec.ticks {
-        let end = start + writes[start..].partition_point(|w| tick_of(w.2) <= t);
-        let batch = &writes[start..end];
-        let mut fresh: Vec<&[u8]> = batch.iter().map(|(k, _, _)| k.as_slice()).collect();
-        fresh.sort_unstable();
-        fresh.dedup();
-        let mut merged = Vec::with_capacity(seen.len() + fresh.len());
-        let (mut i, mut j) = (0, 0);
-        while i < seen.len() || j < fresh.len() {
-            match (seen.get(i), fresh.get(j)) {
-                (Some(a), Some(b)) if a == b => {
-                    merged.push(*a);
-                    i += 1;
-                    j += 1;
-                }
-                (Some(a), Some(b)) if a < b => {
-                    merged.push(*a);
-                    i += 1;
-                }
-                (Some(a), None) => {
-                    merged.push(*a);
-                    i += 1;
-                }
-                (_, Some(b)) => {
-                    merged.push(*b);
-                    j += 1;
-                }
-                (None, None) => break,
-            }
+    let mut all: Vec<&[u8]> = writes.iter().map(|(k, _, _)| k.as_slice()).collect();
+    all.sort_unstable();
+    all.dedup();
+    let n = all.len().max(1);
+    let bin_of = |key: &[u8]| (all.partition_point(|k| *k < key) * bins / n).min(bins - 1);
+    for (i, (key, _, ts)) in writes.iter().enumerate() {
+        let (t, bin) = (tick_of(*ts), bin_of(key));
+        if let Some(c) = placement.heat.get_mut(t).and_then(|row| row.get_mut(bin)) {
+            *c += 1;
         }
-        seen = merged;
-        let n = seen.len().max(1) as f64;
-        for (key, _, _) in batch {
-            let rank = seen.partition_point(|k| *k < key.as_slice());
-            let bin = ((rank as f64 / n) * bins as f64) as usize;
-            if let Some(c) = placement.heat.get_mut(t).and_then(|row| row.get_mut(bin.min(bins - 1))) {
-                *c += 1;
-            }
+        if let Some(Some(server)) = write_servers.get(i) {
+            note_server(placement, t, bin, *server);
         }
-        if let (Some(slot), Some(keys)) = (placement.boundaries.get_mut(t), boundary_keys.get(t)) {
+    }
+    for (t, keys) in boundary_keys.iter().enumerate() {
+        if let Some(slot) = placement.boundaries.get_mut(t) {
             *slot = keys
                 .iter()
-                .map(|b| seen.partition_point(|k| *k < b.as_slice()) as f64 / n)
+                .map(|b| all.partition_point(|k| *k < b.as_slice()) as f64 / n as f64)
                 .filter(|y| *y > 0.0 && *y < 1.0)
                 .collect();
         }
-        start = end;
+    }
+    for (b, slot) in placement.bin_keys.iter_mut().enumerate() {
+        // Ranks r with r * bins / n == b: from ceil(b n / bins) to ceil((b + 1) n / bins).
+        let first = (b * n).div_ceil(bins);
+        let end = ((b + 1) * n).div_ceil(bins).min(all.len());
+        if let (Some(lo), Some(hi)) = (all.get(first), end.checked_sub(1).and_then(|e| all.get(e))) {
+            if first < end {
+                *slot = Some((lo.to_vec(), hi.to_vec()));
+            }
+        }
     }
     let count = regions.len();
     placement.layout = Layout::Range(

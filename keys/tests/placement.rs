@@ -180,3 +180,55 @@ fn presplit_points_follow_the_salt_buckets() -> Result<(), Error> {
     assert_eq!(uniform, vec![vec![64], vec![128], vec![192]]);
     Ok(())
 }
+
+/// The rows of the picture that slice `t` lit.
+fn lit_rows(run: &Run, t: usize) -> Vec<usize> {
+    let column = run.placement.heat.get(t).cloned().unwrap_or_default();
+    column.iter().enumerate().filter(|(_, w)| **w > 0).map(|(b, _)| b).collect()
+}
+
+#[test]
+fn a_monotonic_key_draws_a_diagonal_over_one_key_space() -> Result<(), Error> {
+    let mut cluster = ClusterSpec::hbase();
+    cluster.ticks = 60;
+    cluster.key_bins = 60;
+    let r = run(r##"ts(ms) "#" field(order_id)"##, WorkloadKind::Orders, 6000, cluster)?;
+    // Each slice writes the next hundredth of the keys: the rows it lights
+    // follow the rows of the slice before, from the top to the bottom.
+    assert_eq!(lit_rows(&r, 0).first(), Some(&0));
+    assert!(lit_rows(&r, 0).iter().all(|&b| b <= 1), "{:?}", lit_rows(&r, 0));
+    assert!(lit_rows(&r, 59).iter().all(|&b| b >= 58), "{:?}", lit_rows(&r, 59));
+    for t in 1..60 {
+        let (before, now) = (lit_rows(&r, t - 1), lit_rows(&r, t));
+        assert!(now.first() >= before.last(), "slice {t}: {now:?} after {before:?}");
+    }
+    // Every lit cell was written by one server; the first row starts at the
+    // smallest key.
+    for (t, row) in r.placement.heat_servers.iter().enumerate() {
+        for b in lit_rows(&r, t) {
+            assert_eq!(row.get(b).map(Vec::len), Some(1), "slice {t}, row {b}");
+        }
+    }
+    let smallest = keys_of(&r).into_iter().next();
+    let first_bin = r.placement.bin_keys.first().cloned().flatten().map(|(lo, _)| lo);
+    assert_eq!(first_bin, smallest);
+    Ok(())
+}
+
+#[test]
+fn a_region_boundary_keeps_its_height_once_drawn() -> Result<(), Error> {
+    let r = run(
+        r##"ts(ms) "#" field(order_id)"##,
+        WorkloadKind::Orders,
+        5000,
+        ClusterSpec::hbase(),
+    )?;
+    let b = &r.placement.boundaries;
+    assert!(b.last().is_some_and(|last| last.len() > 3), "it splits");
+    for t in 1..b.len() {
+        for y in &b[t - 1] {
+            assert!(b[t].contains(y), "boundary at {y} moved or vanished after slice {}", t - 1);
+        }
+    }
+    Ok(())
+}
