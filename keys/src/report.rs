@@ -177,7 +177,12 @@ fn picture(run: &Run) -> Svg {
             &[("class", "key-tick"), ("font-family", "monospace"), ("font-size", "11")],
         );
     }
-    svg.text((left, top - 10.0), Anchor::Start, "key space ↓ (first key at the top)", &[]);
+    svg.text(
+        (left, top - 10.0),
+        Anchor::Start,
+        "key space ↓ (first key at the top)",
+        &[],
+    );
     // The time axis: start, middle, end.
     let end_ms = p.tick_start_ms + p.tick_ms * g.ticks as u64;
     for (x, ms, anchor) in [
@@ -185,7 +190,12 @@ fn picture(run: &Run) -> Svg {
         (left + width / 2.0, (p.tick_start_ms + end_ms) / 2, Anchor::Middle),
         (left + width, end_ms, Anchor::End),
     ] {
-        svg.line((x, top + height), (x, top + height + 4.0), &[("stroke", colour::INK)], None);
+        svg.line(
+            (x, top + height),
+            (x, top + height + 4.0),
+            &[("stroke", colour::INK)],
+            None,
+        );
         svg.text((x, top + height + 16.0), anchor, &clock(ms), &[("class", "time-tick")]);
     }
     svg.text(
@@ -268,7 +278,12 @@ fn draw_legend(svg: &mut Svg, left: f64, top: f64, max: u64) {
             Some(&format!("{label} writes")),
         );
         if i % 2 == 0 {
-            svg.text((px + w / 2.0, top + 36.0), Anchor::Middle, &label, &[("font-size", "11")]);
+            svg.text(
+                (px + w / 2.0, top + 36.0),
+                Anchor::Middle,
+                &label,
+                &[("font-size", "11")],
+            );
         }
     }
     svg.line(
@@ -289,7 +304,12 @@ fn draw_servers(svg: &mut Svg, p: &Placement, g: &Geometry, top: f64, strip: f64
     let per_server = p.writes_per_server();
     let total = per_server.iter().sum::<u64>().max(1);
     let most = p.writes.iter().flatten().copied().max().unwrap_or(0).max(1);
-    svg.text((g.left, top - 6.0), Anchor::Start, "writes per server and time slice", &[]);
+    svg.text(
+        (g.left, top - 6.0),
+        Anchor::Start,
+        "writes per server and time slice",
+        &[],
+    );
     for s in 0..p.servers {
         let y = top + s as f64 * strip;
         let w = per_server.get(s).copied().unwrap_or(0);

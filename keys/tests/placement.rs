@@ -184,7 +184,12 @@ fn presplit_points_follow_the_salt_buckets() -> Result<(), Error> {
 /// The rows of the picture that slice `t` lit.
 fn lit_rows(run: &Run, t: usize) -> Vec<usize> {
     let column = run.placement.heat.get(t).cloned().unwrap_or_default();
-    column.iter().enumerate().filter(|(_, w)| **w > 0).map(|(b, _)| b).collect()
+    column
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| **w > 0)
+        .map(|(b, _)| b)
+        .collect()
 }
 
 #[test]
@@ -227,7 +232,11 @@ fn a_region_boundary_keeps_its_height_once_drawn() -> Result<(), Error> {
     assert!(b.last().is_some_and(|last| last.len() > 3), "it splits");
     for t in 1..b.len() {
         for y in &b[t - 1] {
-            assert!(b[t].contains(y), "boundary at {y} moved or vanished after slice {}", t - 1);
+            assert!(
+                b[t].contains(y),
+                "boundary at {y} moved or vanished after slice {}",
+                t - 1
+            );
         }
     }
     Ok(())

@@ -20,7 +20,12 @@ fn parse_page(html: &str) -> std::result::Result<roxmltree::Document<'_>, roxmlt
 
 fn hot_run() -> std::result::Result<cellar_keys::Run, Error> {
     let key = parse(r##"ts(ms) "#" field(order_id)"##)?;
-    Experiment::new(key, WorkloadSpec::new(WorkloadKind::Orders).writes(2000), ClusterSpec::hbase()).run()
+    Experiment::new(
+        key,
+        WorkloadSpec::new(WorkloadKind::Orders).writes(2000),
+        ClusterSpec::hbase(),
+    )
+    .run()
 }
 
 #[test]

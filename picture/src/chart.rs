@@ -47,12 +47,21 @@ pub fn bars(class: &str, title: &str, groups: &[BarGroup]) -> Svg {
         .max(f64::MIN_POSITIVE);
     let mut y = 36.0;
     for group in groups {
-        svg.text((10.0, y + 12.0), Anchor::Start, &group.label, &[("font-weight", "bold")]);
+        svg.text(
+            (10.0, y + 12.0),
+            Anchor::Start,
+            &group.label,
+            &[("font-weight", "bold")],
+        );
         y += 20.0;
         for bar in &group.bars {
             let w = (bar.value / max * PLOT_WIDTH).max(1.0);
             svg.group(
-                &[("class", "bar"), ("data-label", &bar.label), ("data-value", &num(bar.value))],
+                &[
+                    ("class", "bar"),
+                    ("data-label", &bar.label),
+                    ("data-value", &num(bar.value)),
+                ],
                 Some(&format!("{}, {}: {}", group.label, bar.label, bar.printed)),
             );
             svg.text((LABEL_RIGHT, y + 12.0), Anchor::End, &bar.label, &[]);
@@ -94,7 +103,10 @@ pub fn stacked(class: &str, title: &str, series: &[&str], rows: &[StackedRow]) -
         let mut x = PLOT_LEFT;
         for (i, (name, value)) in row.segments.iter().enumerate() {
             let w = value / max * PLOT_WIDTH;
-            let fill = colour::SERIES.get(i % colour::SERIES.len()).copied().unwrap_or(colour::SOURCE);
+            let fill = colour::SERIES
+                .get(i % colour::SERIES.len())
+                .copied()
+                .unwrap_or(colour::SOURCE);
             svg.rect(
                 x,
                 y + 2.0,
@@ -111,7 +123,10 @@ pub fn stacked(class: &str, title: &str, series: &[&str], rows: &[StackedRow]) -
     }
     let mut x = PLOT_LEFT;
     for (i, name) in series.iter().enumerate() {
-        let fill = colour::SERIES.get(i % colour::SERIES.len()).copied().unwrap_or(colour::SOURCE);
+        let fill = colour::SERIES
+            .get(i % colour::SERIES.len())
+            .copied()
+            .unwrap_or(colour::SOURCE);
         svg.rect(x, y + 6.0, 12.0, 12.0, &[("fill", fill)], None);
         svg.text((x + 16.0, y + 16.0), Anchor::Start, name, &[("font-size", "11")]);
         x += 30.0 + 6.5 * name.len() as f64;
@@ -151,7 +166,12 @@ pub fn line(class: &str, title: &str, x_axis: &str, y_axis: &str, points: &[Poin
         svg.line((left, y), (left + width, y), &[("stroke", colour::GRID)], None);
         svg.text((left - 6.0, y + 4.0), Anchor::End, &format!("{:.2}", f * y_max), &[]);
         let x = left + f * width;
-        svg.line((x, TOP + HEIGHT), (x, TOP + HEIGHT + 4.0), &[("stroke", colour::INK)], None);
+        svg.line(
+            (x, TOP + HEIGHT),
+            (x, TOP + HEIGHT + 4.0),
+            &[("stroke", colour::INK)],
+            None,
+        );
         svg.text(
             (x, TOP + HEIGHT + 17.0),
             Anchor::Middle,
@@ -191,7 +211,7 @@ pub fn line(class: &str, title: &str, x_axis: &str, y_axis: &str, points: &[Poin
 
 /// A round number at or above `x`, for the top of an axis (1, 2, 2.5, 5 x 10^n).
 fn nice_ceiling(x: f64) -> f64 {
-    if !(x > 0.0) || !x.is_finite() {
+    if x.is_nan() || x <= 0.0 || !x.is_finite() {
         return 1.0;
     }
     let base = 10f64.powf(x.log10().floor());

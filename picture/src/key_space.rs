@@ -59,12 +59,7 @@ impl KeySpace {
         let empty = Key::text("");
         let first = first.unwrap_or(&empty).clone();
         let last = last.unwrap_or(&empty).clone();
-        let shared = first
-            .bytes
-            .iter()
-            .zip(&last.bytes)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let shared = first.bytes.iter().zip(&last.bytes).take_while(|(a, b)| a == b).count();
         let low = fraction(&first.bytes, shared);
         let high = fraction(&last.bytes, shared);
         KeySpace {

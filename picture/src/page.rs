@@ -46,27 +46,27 @@ impl Section {
 
     /// A sub-heading.
     pub fn subheading(&mut self, text: &str) -> &mut Self {
-        let _ = write!(self.body, "<h3>{}</h3>\n", escape(text));
+        let _ = writeln!(self.body, "<h3>{}</h3>", escape(text));
         self
     }
 
     /// A paragraph of plain text.
     pub fn paragraph(&mut self, text: &str) -> &mut Self {
-        let _ = write!(self.body, "<p>{}</p>\n", escape(text));
+        let _ = writeln!(self.body, "<p>{}</p>", escape(text));
         self
     }
 
     /// Text kept exactly as given, in a fixed font: the terminal's tables.
     pub fn preformatted(&mut self, text: &str) -> &mut Self {
-        let _ = write!(self.body, "<pre>{}</pre>\n", escape(text));
+        let _ = writeln!(self.body, "<pre>{}</pre>", escape(text));
         self
     }
 
     /// A picture with a caption saying how to read it.
     pub fn figure(&mut self, picture: &Svg, caption: &str) -> &mut Self {
-        let _ = write!(
+        let _ = writeln!(
             self.body,
-            "<figure>{}<figcaption>{}</figcaption></figure>\n",
+            "<figure>{}<figcaption>{}</figcaption></figure>",
             picture.finish(),
             escape(caption)
         );

@@ -217,10 +217,9 @@ fn draw_source(
         (Some(_), Some(t)) => colour::settled(t.settled),
         (Some(_), None) => colour::NOT_CONSULTED,
     };
-    let range = source
-        .rows
-        .as_ref()
-        .map_or("keys not recorded".to_string(), |(a, b)| format!("{} .. {}", a.text, b.text));
+    let range = source.rows.as_ref().map_or("keys not recorded".to_string(), |(a, b)| {
+        format!("{} .. {}", a.text, b.text)
+    });
     let contents = format!(
         "{} entries, {} tombstones",
         thousands(source.entries),
@@ -250,7 +249,12 @@ fn draw_source(
     };
     let width = (b - a).max(3.0);
     if source.entries > 0 {
-        let mut attrs = vec![("class", "bar"), ("fill", fill), ("stroke", colour::INK), ("stroke-width", "0.5")];
+        let mut attrs = vec![
+            ("class", "bar"),
+            ("fill", fill),
+            ("stroke", colour::INK),
+            ("stroke-width", "0.5"),
+        ];
         if source.rows.is_none() {
             attrs.push(("stroke-dasharray", "4 2"));
         }
@@ -263,7 +267,11 @@ fn draw_source(
                 top + BAR - h,
                 width,
                 h,
-                &[("class", "tombstones"), ("fill", colour::TOMBSTONE), ("fill-opacity", "0.75")],
+                &[
+                    ("class", "tombstones"),
+                    ("fill", colour::TOMBSTONE),
+                    ("fill-opacity", "0.75"),
+                ],
                 None,
             );
         }
@@ -323,7 +331,10 @@ fn outcome(source: &StackSource, trace: Option<&SourceTrace>) -> String {
         Settled::KeyRange => "key range: the row is outside the file".to_string(),
         Settled::Filter => "bloom filter: absent".to_string(),
         Settled::Searched if source.data_blocks.is_none() => {
-            format!("searched in memory, {} examined", plural(t.entries_examined, "entry", "entries"))
+            format!(
+                "searched in memory, {} examined",
+                plural(t.entries_examined, "entry", "entries")
+            )
         }
         Settled::Searched => format!(
             "searched: {} read ({}), {} examined",
@@ -353,7 +364,12 @@ fn draw_axis(svg: &mut Svg, space: &KeySpace, y: f64) {
     for x in [BARS_LEFT, BARS_LEFT + BARS_WIDTH] {
         svg.line((x, y - 3.0), (x, y + 3.0), &[("stroke", colour::INK)], None);
     }
-    svg.text((BARS_LEFT, y + 15.0), Anchor::Start, &space.first().text, &[("class", "key-first")]);
+    svg.text(
+        (BARS_LEFT, y + 15.0),
+        Anchor::Start,
+        &space.first().text,
+        &[("class", "key-first")],
+    );
     svg.text(
         (BARS_LEFT + BARS_WIDTH, y + 15.0),
         Anchor::End,
@@ -387,7 +403,14 @@ fn draw_legend(svg: &mut Svg, y: f64, with_read: bool) {
     };
     let mut x = BARS_LEFT;
     for (fill, label) in items {
-        svg.rect(x, y - 10.0, 12.0, 12.0, &[("fill", fill), ("stroke", colour::INK), ("stroke-width", "0.5")], None);
+        svg.rect(
+            x,
+            y - 10.0,
+            12.0,
+            12.0,
+            &[("fill", fill), ("stroke", colour::INK), ("stroke-width", "0.5")],
+            None,
+        );
         svg.text((x + 16.0, y), Anchor::Start, label, &[("font-size", "11")]);
         x += 22.0 + 6.5 * label.len() as f64;
     }
