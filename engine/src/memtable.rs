@@ -180,6 +180,14 @@ impl Memtable {
         self.tombstones.load(Ordering::Relaxed)
     }
 
+    /// The smallest and the largest key inserted (`None` when empty): the
+    /// memtable's key range, as a table file's first and last key are its.
+    pub fn key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let first = self.map.front()?;
+        let last = self.map.back()?;
+        Some((first.key().key().to_vec(), last.key().key().to_vec()))
+    }
+
     /// Whether nothing was inserted.
     pub fn is_empty(&self) -> bool {
         self.entries() == 0

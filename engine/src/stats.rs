@@ -70,6 +70,12 @@ pub struct FamilyStats {
     pub memtable_entries: u64,
     /// Approximate memory of the active memtable.
     pub memtable_bytes: u64,
+    /// Tombstones in the active memtable.
+    pub memtable_tombstones: u64,
+    /// The active memtable's smallest and largest internal key (`None` when
+    /// it is empty): where its entries sit in the key space, as a table
+    /// file's [`TableInfo::first_key`] and [`TableInfo::last_key`] say of it.
+    pub memtable_key_range: Option<(Vec<u8>, Vec<u8>)>,
     /// Frozen memtables waiting for flush.
     pub frozen_memtables: u64,
     /// Table files.
@@ -177,6 +183,8 @@ fn family_stats(fam: &FamilyVersion, sequence: u64, now_ms: u64) -> Result<Famil
         name: fam.name.clone(),
         memtable_entries: fam.active.entries() as u64,
         memtable_bytes: fam.active.bytes() as u64,
+        memtable_tombstones: fam.active.tombstones() as u64,
+        memtable_key_range: fam.active.key_range(),
         frozen_memtables: fam.frozen.len() as u64,
         table_files: fam.tables.len() as u64,
         runs: fam.runs().len() as u64,

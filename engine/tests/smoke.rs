@@ -110,3 +110,23 @@ fn writes_after_a_compaction_that_zeroed_sequences_still_win_their_ties() -> Res
     assert_eq!(value("b")?, None);
     Ok(())
 }
+
+#[test]
+fn stats_give_the_memtables_key_range_and_tombstones_as_a_file_gives_its_own() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(dir.path(), StoreOptions::default().family("f"))?;
+    let empty = store.stats()?;
+    assert_eq!(empty.family("f").map(|f| f.memtable_key_range.clone()), Some(None));
+    store.put_at("f", "m", "c", 1, "v")?;
+    store.put_at("f", "b", "c", 1, "v")?;
+    store.delete_at("f", "x", "c", 2)?;
+    let stats = store.stats()?;
+    let f = stats.family("f").ok_or("family f")?;
+    let (first, last) = f.memtable_key_range.clone().ok_or("a key range")?;
+    let row = |k: &[u8]| cellar_engine::key::parse(k).map(|p| p.row.to_vec());
+    assert_eq!(row(&first), Some(b"b".to_vec()));
+    assert_eq!(row(&last), Some(b"x".to_vec()));
+    assert_eq!(f.memtable_tombstones, 1);
+    assert_eq!(f.memtable_entries, 3);
+    Ok(())
+}

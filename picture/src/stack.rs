@@ -16,7 +16,7 @@
 //!
 //! [`Trace`]: cellar_engine::Trace
 
-use cellar_engine::{Settled, SourceKind, SourceTrace};
+use cellar_engine::{key, FamilyStats, Settled, SourceKind, SourceTrace, TableInfo};
 
 use crate::colour;
 use crate::key_space::{Key, KeySpace};
@@ -50,6 +50,56 @@ pub struct Stack {
 }
 
 impl Stack {
+    /// The stack of a family of a store: its active memtable, its frozen
+    /// memtables, then its table files in the order the store lists them
+    /// (the order reads consult them). `family` is the family's statistics
+    /// and `tables` the store's table list (other families' files are left
+    /// out); `print` turns a row key into text.
+    pub fn of_family(family: &FamilyStats, tables: &[TableInfo], print: &dyn Fn(&[u8]) -> String) -> Stack {
+        let row = |internal: &[u8]| {
+            let bytes = key::parse(internal).map_or_else(|| internal.to_vec(), |k| k.row.to_vec());
+            Key {
+                text: print(&bytes),
+                bytes,
+            }
+        };
+        let mut sources = vec![StackSource {
+            kind: SourceKind::ActiveMemtable,
+            name: "memtable".to_string(),
+            entries: family.memtable_entries,
+            tombstones: family.memtable_tombstones,
+            rows: family.memtable_key_range.as_ref().map(|(a, b)| (row(a), row(b))),
+            data_blocks: None,
+        }];
+        for _ in 0..family.frozen_memtables {
+            sources.push(StackSource {
+                kind: SourceKind::FrozenMemtable,
+                name: "frozen memtable".to_string(),
+                entries: 0,
+                tombstones: 0,
+                rows: None,
+                data_blocks: None,
+            });
+        }
+        for t in tables.iter().filter(|t| t.family == family.name) {
+            sources.push(StackSource {
+                kind: SourceKind::Table {
+                    file_id: t.file_id,
+                    run: t.run,
+                },
+                name: format!("{:06}.sst", t.file_id),
+                entries: t.entries,
+                tombstones: t.tombstones,
+                rows: Some((row(&t.first_key), row(&t.last_key))),
+                data_blocks: Some(t.data_blocks),
+            });
+        }
+        Stack {
+            title: format!("family {}: its sources, newest first", family.name),
+            sources,
+        }
+    }
+
     /// The rows at the ends of every source, to span a key space with.
     pub fn keys(&self) -> impl Iterator<Item = &Key> {
         self.sources
@@ -295,6 +345,7 @@ fn draw_source(
     }
     let note = match outcome {
         Some(o) => o,
+        None if source.kind == SourceKind::FrozenMemtable => "frozen, waiting for its flush".to_string(),
         None if source.entries == 0 => "empty".to_string(),
         None => contents,
     };
