@@ -1,12 +1,13 @@
-//! `cellar lesson [append-only|wide-row|layout|all] [--dir PATH]`: the
+//! `cellar lesson [append-only|wide-row|layout|all] [--dir PATH] [--report FILE]`: the
 //! wide-column lesson, reproduced on a real store (see `cellar_bench::lesson`).
 //!
 //! Without `--dir` each lesson builds its store in a temporary folder that is
 //! removed afterwards; with `--dir` the stores are kept, one subfolder per
-//! lesson, for a learner to open and explore.
+//! lesson, for a learner to open and explore. With `--report` the tables
+//! and their pictures are also written to one HTML page.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use cellar_bench::lesson;
 use cellar_bench::progress::TerminalBar;
@@ -20,6 +21,10 @@ pub struct Args {
     /// Which lesson to run.
     #[arg(value_enum, default_value_t = Which::All)]
     which: Which,
+    /// Also write the tables and their pictures to this file, one
+    /// self-contained HTML page (no script, nothing fetched).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
 }
 
 /// The lessons, by the name the command line knows them by.
@@ -69,19 +74,34 @@ pub fn run(args: &Args, dir: Option<&Path>) -> Result<(), Error> {
         (None, None) => return Err("no folder for the lesson's stores".into()),
     };
     let mut stdout = std::io::stdout().lock();
+    let mut sections = Vec::new();
     for (n, which) in args.which.selected().into_iter().enumerate() {
         let dir = root.join(which.name());
         let bar = TerminalBar::new();
-        let text = match which {
-            Which::AppendOnly => lesson::append_only_with(&dir, &bar)?.render(),
-            Which::WideRow => lesson::wide_row_with(&dir, &bar)?.render(),
-            Which::Layout => lesson::layout_with(&dir, &bar)?.render(),
-            Which::All => String::new(),
+        let (text, section) = match which {
+            Which::AppendOnly => {
+                let r = lesson::append_only_with(&dir, &bar)?;
+                (r.render(), r.section())
+            }
+            Which::WideRow => {
+                let r = lesson::wide_row_with(&dir, &bar)?;
+                (r.render(), r.section())
+            }
+            Which::Layout => {
+                let r = lesson::layout_with(&dir, &bar)?;
+                (r.render(), r.section())
+            }
+            Which::All => continue,
         };
+        sections.push(section);
         if n > 0 {
             writeln!(stdout)?;
         }
         write!(stdout, "{text}")?;
+    }
+    if let Some(path) = &args.report {
+        std::fs::write(path, lesson::page(sections).finish()).map_err(|e| format!("{}: {e}", path.display()))?;
+        writeln!(stdout, "\nreport written to {}", path.display())?;
     }
     match temporary {
         Some(t) => t.close()?,

@@ -3,8 +3,9 @@
 //! An LSM tree is a pile of sorted runs. This picture draws the pile as it
 //! is: one bar per source, the memtable first and then the table files in
 //! the order a read consults them (newest first), each bar spanning the keys
-//! the source holds, with a dark band along its foot as tall as its share of
-//! tombstones. Files whose bars overlap are files a read may have to look in.
+//! the source holds, with a dark band along its foot that grows with its
+//! share of tombstones (half the bar when every entry is one). Files whose
+//! bars overlap are files a read may have to look in.
 //!
 //! With a read, every bar takes the colour of how the read settled it (see
 //! [`crate::colour`]): the read falls through the pile until it knows the
@@ -168,7 +169,7 @@ const BARS_WIDTH: f64 = 560.0;
 const NOTE_LEFT: f64 = BARS_LEFT + BARS_WIDTH + 12.0;
 const ROW: f64 = 24.0;
 const BAR: f64 = 16.0;
-const TOP: f64 = 40.0;
+const TOP: f64 = 56.0;
 
 fn x_of(space: &KeySpace, key: &[u8]) -> f64 {
     BARS_LEFT + space.position(key) * BARS_WIDTH
@@ -185,13 +186,13 @@ pub fn draw(stack: &Stack, space: &KeySpace, read: Option<&ReadOnStack<'_>>) -> 
     };
     svg.text((10.0, 18.0), Anchor::Start, &heading, &[("font-weight", "bold")]);
     svg.text(
-        (LABEL_RIGHT, TOP - 6.0),
+        (LABEL_RIGHT, TOP - 2.0),
         Anchor::End,
         "newest",
         &[("fill", colour::INK), ("font-size", "11")],
     );
     if let Some(r) = read {
-        draw_asked(&mut svg, space, &r.asked, TOP - 14.0, TOP + rows_height);
+        draw_asked(&mut svg, space, &r.asked, TOP - 18.0, TOP + rows_height);
     }
     for (i, source) in stack.sources.iter().enumerate() {
         let trace = read.and_then(|r| r.trace_of(stack, i));
@@ -237,14 +238,15 @@ fn draw_asked(svg: &mut Svg, space: &KeySpace, asked: &Asked, top: f64, bottom: 
                 &[("fill", colour::INK), ("fill-opacity", "0.06")],
                 Some("the rows the read asked for"),
             );
-            let from = from.as_ref().map_or("(first row)", |k| k.text.as_str());
-            let to = to.as_ref().map_or("(end)", |k| k.text.as_str());
-            svg.text(
-                ((a + b) / 2.0, top - 2.0),
-                Anchor::Middle,
-                &format!("rows {from} .. {to}"),
-                &[("font-size", "11")],
-            );
+            let label = match (from, to) {
+                (None, None) => "every row".to_string(),
+                (from, to) => format!(
+                    "rows {} .. {}",
+                    from.as_ref().map_or("(first)", |k| k.text.as_str()),
+                    to.as_ref().map_or("(end)", |k| k.text.as_str())
+                ),
+            };
+            svg.text(((a + b) / 2.0, top - 2.0), Anchor::Middle, &label, &[("font-size", "11")]);
         }
     }
 }
@@ -310,8 +312,10 @@ fn draw_source(
         }
         svg.rect(a, top, width, BAR, &attrs, None);
         if source.tombstones > 0 {
+            // Half the bar's height when every entry is a tombstone, so the
+            // bar's own colour always shows above the band.
             let share = source.tombstones as f64 / source.entries as f64;
-            let h = (BAR * share).max(1.5);
+            let h = (BAR / 2.0 * share).max(1.5);
             svg.rect(
                 a,
                 top + BAR - h,
@@ -376,10 +380,10 @@ fn block_mark(space: &KeySpace, asked: &Asked, a: f64, width: f64, read: u64, bl
 /// What a read did at a source, in words.
 fn outcome(source: &StackSource, trace: Option<&SourceTrace>) -> String {
     let Some(t) = trace else {
-        return "not consulted: the answer was already known".to_string();
+        return "not consulted: answer already known".to_string();
     };
     match t.settled {
-        Settled::KeyRange => "key range: the row is outside the file".to_string(),
+        Settled::KeyRange => "key range: the row is outside".to_string(),
         Settled::Filter => "bloom filter: absent".to_string(),
         Settled::Searched if source.data_blocks.is_none() => {
             format!(
@@ -388,8 +392,8 @@ fn outcome(source: &StackSource, trace: Option<&SourceTrace>) -> String {
             )
         }
         Settled::Searched => format!(
-            "searched: {} read ({}), {} examined",
-            plural(t.data_blocks, "data block", "data blocks"),
+            "searched: {} ({}), {}",
+            plural(t.data_blocks, "block", "blocks"),
             plural(t.pages_touched, "page", "pages"),
             plural(t.entries_examined, "entry", "entries")
         ),

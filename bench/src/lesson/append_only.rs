@@ -10,10 +10,10 @@
 
 use std::path::Path;
 
-use cellar_engine::{key, CompactionReport, FamilyOptions, RowRange, Store, StoreOptions, WriteBatch};
+use cellar_engine::{CompactionReport, FamilyOptions, RowRange, Store, StoreOptions, WriteBatch};
 
 use super::render::{Differences, Grid, EXPECTED_SAME};
-use super::{plural, prepare, thousands, FamilyFigures, ReadFigures, LOAD_TIME_MS};
+use super::{plural, prepare, row_text, thousands, FamilyFigures, ReadFigures, LOAD_TIME_MS};
 use crate::error::Result;
 use crate::progress::{Progress, Silent};
 
@@ -68,6 +68,8 @@ pub struct FileRange {
     pub first_row: String,
     /// Its largest row key.
     pub last_row: String,
+    /// Its data blocks.
+    pub data_blocks: u64,
 }
 
 impl FileRange {
@@ -110,7 +112,28 @@ pub struct AppendOnlyReport {
     pub compacted_files: Vec<FileRange>,
     /// The same scan after compaction.
     pub scan_after: ReadFigures,
+    /// Space amplification measured every 10,000 writes of the load (from
+    /// the family's `Stats`), to watch it rise with updates and deletes.
+    pub amplification: Vec<AmplificationPoint>,
 }
+
+/// Space amplification after some of the load's writes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AmplificationPoint {
+    /// Writes applied so far (puts, updates and deletes).
+    pub writes: u64,
+    /// Entries stored then, versions and tombstones included.
+    pub stored_entries: u64,
+    /// Entries a reader could see.
+    pub live_entries: u64,
+    /// Stored / live entries.
+    pub space_amplification: f64,
+}
+
+/// Writes between two measurements of space amplification during the load:
+/// a multiple of `BATCH`, and a divisor of each phase, so a measurement
+/// falls on every phase's end.
+const SAMPLE_EVERY: u64 = 10_000;
 
 /// Runs the append-only lesson in `dir` (created if missing, must be empty).
 pub fn append_only(dir: &Path) -> Result<AppendOnlyReport> {
@@ -125,7 +148,7 @@ pub fn append_only_with(dir: &Path, progress: &dyn Progress) -> Result<AppendOnl
         .target_file_entries(FILE_ENTRIES)
         .compaction_trigger(0);
     let store = Store::open(dir, StoreOptions::default().family_with(FAMILY, options))?;
-    load(&store, progress)?;
+    let amplification = load(&store, progress)?;
     // The memtables frozen at 25,000 entries are flushed in the background.
     store.wait_for_background_work()?;
 
@@ -158,6 +181,7 @@ pub fn append_only_with(dir: &Path, progress: &dyn Progress) -> Result<AppendOnl
         compacted,
         compacted_files,
         scan_after,
+        amplification,
     })
 }
 
@@ -171,24 +195,37 @@ fn file_ranges(store: &Store) -> Vec<FileRange> {
             file_id: t.file_id,
             entries: t.entries,
             tombstones: t.tombstones,
-            first_row: row_of(&t.first_key),
-            last_row: row_of(&t.last_key),
+            first_row: row_text(&t.first_key),
+            last_row: row_text(&t.last_key),
+            data_blocks: t.data_blocks,
         })
         .collect()
 }
 
 /// The lesson's three phases: every record put, two in five updated, one in
-/// five deleted.
-fn load(store: &Store, progress: &dyn Progress) -> Result<()> {
+/// five deleted. Returns space amplification measured along the way.
+fn load(store: &Store, progress: &dyn Progress) -> Result<Vec<AmplificationPoint>> {
     let updates = (1..=RECORDS).filter(|i| i % 5 < 2).count() as u64;
     let deletes = (1..=RECORDS).filter(|i| i % 5 == 4).count() as u64;
     progress.start("append-only: loading", RECORDS + updates + deletes);
     let mut batch = WriteBatch::new();
-    let flush_batch = |batch: &mut WriteBatch| -> Result<()> {
+    let mut written = 0u64;
+    let mut amplification = Vec::new();
+    let mut flush_batch = |batch: &mut WriteBatch| -> Result<()> {
         if batch.len() as u64 >= BATCH {
             store.write(batch)?;
             progress.advance(batch.len() as u64);
+            written += batch.len() as u64;
             *batch = WriteBatch::new();
+            if written.is_multiple_of(SAMPLE_EVERY) {
+                let f = FamilyFigures::of(&store.stats()?, FAMILY)?;
+                amplification.push(AmplificationPoint {
+                    writes: written,
+                    stored_entries: f.stored_entries,
+                    live_entries: f.live_entries,
+                    space_amplification: f.space_amplification,
+                });
+            }
         }
         Ok(())
     };
@@ -222,14 +259,7 @@ fn load(store: &Store, progress: &dyn Progress) -> Result<()> {
         store.write(&batch)?;
     }
     progress.finish();
-    Ok(())
-}
-
-/// The row of an internal key, as text.
-fn row_of(internal_key: &[u8]) -> String {
-    key::parse(internal_key)
-        .map(|k| String::from_utf8_lossy(&k.row).into_owned())
-        .unwrap_or_else(|| "?".to_string())
+    Ok(amplification)
 }
 
 fn found(yes: bool) -> &'static str {

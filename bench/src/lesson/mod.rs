@@ -18,6 +18,7 @@
 
 mod append_only;
 mod layout;
+mod picture;
 mod render;
 mod wide_row;
 
@@ -36,12 +37,14 @@ use crate::error::{Error, Result};
 pub(crate) const LOAD_TIME_MS: u64 = 1_717_200_000_000;
 
 pub use append_only::{
-    append_only, append_only_with, AppendOnlyReport, FileRange, PointRead, FAMILY as APPEND_ONLY_FAMILY,
+    append_only, append_only_with, AmplificationPoint, AppendOnlyReport, FileRange, PointRead,
+    FAMILY as APPEND_ONLY_FAMILY,
 };
 pub use layout::{
     layout, layout_with, FamilyBytes, LayoutQuery, LayoutReport, FAMILIES, FAMILY_LAYOUT_STORE, ROW_LAYOUT,
     ROW_LAYOUT_STORE,
 };
+pub use picture::page;
 pub use wide_row::{wide_row, wide_row_with, PathRead, WideRowReport, BY_BOOK, BY_MEMBER};
 
 /// What one read cost, copied from its [`Trace`].
@@ -181,6 +184,10 @@ pub struct FamilyFigures {
     pub memtables: u64,
     /// Entries in the active memtable.
     pub memtable_entries: u64,
+    /// Tombstones among them.
+    pub memtable_tombstones: u64,
+    /// The first and last row in the active memtable (`None` when empty).
+    pub memtable_rows: Option<(String, String)>,
     /// Stored / live entries.
     pub space_amplification: f64,
     /// Stored / live bytes.
@@ -224,6 +231,11 @@ impl From<&FamilyStats> for FamilyFigures {
             table_bytes: f.table_bytes,
             memtables: u64::from(f.memtable_entries > 0) + f.frozen_memtables,
             memtable_entries: f.memtable_entries,
+            memtable_tombstones: f.memtable_tombstones,
+            memtable_rows: f
+                .memtable_key_range
+                .as_ref()
+                .map(|(first, last)| (row_text(first), row_text(last))),
             space_amplification: f.space_amplification(),
             space_amplification_bytes: f.space_amplification_bytes(),
             flush_bytes_written: f.flush_bytes_written,
@@ -244,17 +256,15 @@ fn prepare(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `n` with thousands separators: `263,867`.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+/// `n` with thousands separators: `263,867` (one function for the tables
+/// and the pictures, so they print the same figures the same way).
+pub(crate) use cellar_picture::thousands;
+
+/// The row of an internal key, as text.
+pub(crate) fn row_text(internal_key: &[u8]) -> String {
+    cellar_engine::key::parse(internal_key)
+        .map(|k| String::from_utf8_lossy(&k.row).into_owned())
+        .unwrap_or_else(|| "?".to_string())
 }
 
 /// `1 block`, `2 blocks`.

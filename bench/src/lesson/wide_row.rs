@@ -78,6 +78,9 @@ pub struct WideRowReport {
     pub book_scan: ReadFigures,
     /// The slice, the whole row, the member scan, in the lesson's order.
     pub paths: Vec<PathRead>,
+    /// Columns of the target row that sort before the slice: where the
+    /// slice starts in the row (for the picture of the row's blocks).
+    pub columns_before_slice: u64,
     /// User entries written, both families.
     pub entries_written: u64,
     /// User bytes written (row + column + value), both families.
@@ -140,6 +143,8 @@ pub fn wide_row_with(dir: &Path, progress: &dyn Progress) -> Result<WideRowRepor
     drop(rows);
 
     let target_row = format!("book:{TARGET}");
+    let (before, _) = store.slice_traced(BY_BOOK, &target_row, &ColumnRange::between("loan|", LOW))?;
+    let columns_before_slice = before.len() as u64;
     let mut paths = Vec::new();
     let (cells, trace) = store.slice_traced(BY_BOOK, &target_row, &ColumnRange::between(LOW, HIGH))?;
     paths.push(PathRead {
@@ -183,6 +188,7 @@ pub fn wide_row_with(dir: &Path, progress: &dyn Progress) -> Result<WideRowRepor
         widest_columns,
         book_scan,
         paths,
+        columns_before_slice,
     })
 }
 
