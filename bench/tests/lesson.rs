@@ -313,3 +313,199 @@ fn every_cell_carries_a_key_larger_than_a_circulation_value() -> TestResult {
     assert!(c.stored_key_bytes > c.value_bytes);
     Ok(())
 }
+
+// ---- the report page (`cellar lesson --report`) ----
+
+/// The page of all three lessons, as `cellar lesson all --report` writes it.
+fn report_page() -> Result<String, String> {
+    let sections = vec![layout()?.section(), wide_row()?.section(), append_only()?.section()];
+    Ok(lesson::page(sections).finish())
+}
+
+fn parse_page(html: &str) -> Result<roxmltree::Document<'_>, roxmltree::Error> {
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    roxmltree::Document::parse_with_options(html, options)
+}
+
+fn section<'a, 'i>(doc: &'a roxmltree::Document<'i>, id: &str) -> Result<roxmltree::Node<'a, 'i>, String> {
+    doc.descendants()
+        .find(|n| n.has_tag_name("section") && n.attribute("id") == Some(id))
+        .ok_or(format!("no section {id}"))
+}
+
+fn pictures<'a, 'i>(section: roxmltree::Node<'a, 'i>) -> Vec<&'a str> {
+    section
+        .descendants()
+        .filter(|n| n.has_tag_name("svg"))
+        .filter_map(|n| n.attribute("class"))
+        .collect()
+}
+
+#[test]
+fn report_has_a_section_per_lesson_with_its_table_and_pictures() -> TestResult {
+    let html = report_page()?;
+    let doc = parse_page(&html)?;
+    let ids: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("section"))
+        .filter_map(|n| n.attribute("id"))
+        .collect();
+    assert_eq!(ids, ["layout", "wide-row", "append-only"]);
+    // Each section's first <pre> is the terminal's table, word for word.
+    for (id, text) in [
+        ("layout", layout()?.render()),
+        ("wide-row", wide_row()?.render()),
+        ("append-only", append_only()?.render()),
+    ] {
+        let pre = section(&doc, id)?
+            .descendants()
+            .find(|n| n.has_tag_name("pre"))
+            .and_then(|n| n.text())
+            .ok_or("a table")?;
+        assert_eq!(pre, text, "section {id}");
+    }
+    assert_eq!(pictures(section(&doc, "layout")?), ["layout-pages", "layout-bytes"]);
+    assert_eq!(pictures(section(&doc, "wide-row")?), ["row-blocks", "wide-row-cost"]);
+    assert_eq!(
+        pictures(section(&doc, "append-only")?),
+        ["stack", "stack", "stack", "stack", "stack", "stack", "stack", "amplification"],
+        "the stack, four reads, the scan, the stack after compaction, amplification"
+    );
+    Ok(())
+}
+
+#[test]
+fn report_references_nothing_outside_the_file() -> TestResult {
+    let html = report_page()?;
+    for outside in ["http:", "https:", "src=", "<script", "<link", "url(", "@import", "<img", "<iframe"] {
+        assert!(!html.contains(outside), "the page contains {outside}");
+    }
+    let doc = parse_page(&html)?;
+    for n in doc.descendants() {
+        if let Some(href) = n.attribute("href") {
+            assert!(href.starts_with('#'), "a link out of the page: {href}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn report_pictures_show_the_terminals_figures() -> TestResult {
+    let html = report_page()?;
+    let doc = parse_page(&html)?;
+    let r = append_only()?;
+    let ao = section(&doc, "append-only")?;
+    let stacks: Vec<_> = ao
+        .descendants()
+        .filter(|n| n.has_tag_name("svg") && n.attribute("class") == Some("stack"))
+        .collect();
+    // The first stack: the memtable, then the files the table lists, with
+    // their entries and tombstones.
+    let sources = |svg: &roxmltree::Node| -> Vec<(String, String, String)> {
+        svg.descendants()
+            .filter(|n| n.attribute("class") == Some("source"))
+            .map(|n| {
+                let a = |k| n.attribute(k).unwrap_or_default().to_string();
+                (a("data-source"), a("data-entries"), a("data-settled"))
+            })
+            .collect()
+    };
+    let loaded = sources(stacks.first().ok_or("a stack")?);
+    let mut expected = vec![(
+        "memtable".to_string(),
+        r.loaded.memtable_entries.to_string(),
+        "none".to_string(),
+    )];
+    expected.extend(
+        r.files
+            .iter()
+            .map(|f| (format!("{:06}.sst", f.file_id), f.entries.to_string(), "none".to_string())),
+    );
+    assert_eq!(loaded, expected);
+    // Each read's stack: the sources it consulted, settled as its trace says.
+    for (read, svg) in r.reads.iter().zip(stacks.iter().skip(1)) {
+        let drawn = sources(svg);
+        let settled: Vec<&str> = drawn.iter().map(|(_, _, s)| s.as_str()).collect();
+        let visited = settled.iter().filter(|s| **s != "not consulted").count() as u64;
+        assert_eq!(visited, read.cost.sources_visited, "{}", read.name);
+        let searched = settled.iter().filter(|s| **s == "searched").count() as u64;
+        assert_eq!(searched, read.cost.searched, "{}", read.name);
+        let blocks: u64 = svg
+            .descendants()
+            .filter(|n| n.attribute("class") == Some("blocks-read"))
+            .filter_map(|n| n.attribute("data-blocks")?.parse::<u64>().ok())
+            .sum();
+        assert_eq!(blocks, read.cost.data_blocks, "{}", read.name);
+    }
+    // Amplification: the last point of the load is the table's 2.00, the
+    // point after compaction its 1.00.
+    let points: Vec<&str> = ao
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("point"))
+        .filter_map(|n| n.attribute("data-y"))
+        .collect();
+    let terminal = r.render();
+    let (load_end, after) = (points[points.len() - 2], points[points.len() - 1]);
+    assert_eq!(load_end, format!("{:.2}", r.loaded.space_amplification));
+    assert_eq!(after, format!("{:.2}", r.compacted.space_amplification));
+    // The terminal's rows: `space amplification, entries  <lesson>  <cellar>`,
+    // after the load and after the compaction.
+    let printed: Vec<&str> = terminal
+        .lines()
+        .filter_map(|l| l.strip_prefix("space amplification, entries"))
+        .filter_map(|rest| rest.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(printed, [load_end, after]);
+    assert_eq!(points.len(), 17, "16 measurements of the load, one after compaction");
+    // The layout's bars are the pages the table prints.
+    let l = layout()?;
+    let bars: Vec<&str> = section(&doc, "layout")?
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("bar"))
+        .filter_map(|n| n.attribute("data-value"))
+        .collect();
+    let pages = [
+        l.circulation.row_layout.pages_touched,
+        l.circulation.family_layout.pages_touched,
+        l.record.row_layout.pages_touched,
+        l.record.family_layout.pages_touched,
+    ];
+    assert_eq!(bars, pages.map(|p| p.to_string()));
+    // The wide row: the strip has the whole row's blocks, the slice's marked.
+    let w = wide_row()?;
+    let strip = section(&doc, "wide-row")?;
+    let count = |class: &str| {
+        strip
+            .descendants()
+            .filter(|n| n.has_tag_name("rect") && n.attribute("class").is_some_and(|c| c.starts_with(class)))
+            .count() as u64
+    };
+    assert_eq!(count("block"), w.paths[1].cost.data_blocks);
+    assert_eq!(count("block slice"), w.paths[0].cost.data_blocks);
+    Ok(())
+}
+
+#[test]
+fn space_amplification_stays_at_one_through_the_puts_then_rises_to_two() -> TestResult {
+    let r = append_only()?;
+    let writes: Vec<u64> = r.amplification.iter().map(|p| p.writes).collect();
+    assert_eq!(writes, (1..=16).map(|i| i * 10_000).collect::<Vec<_>>());
+    for p in &r.amplification {
+        let expected = if p.writes <= 100_000 {
+            1.0
+        } else if p.writes <= 140_000 {
+            // Each update adds a second version of a live record.
+            p.writes as f64 / 100_000.0
+        } else {
+            // Each delete adds a tombstone and hides a record.
+            p.writes as f64 / (100_000 - (p.writes - 140_000)) as f64
+        };
+        assert!((p.space_amplification - expected).abs() < 1e-9, "{p:?}");
+    }
+    let last = r.amplification.last().map(|p| p.space_amplification);
+    assert_eq!(last, Some(r.loaded.space_amplification));
+    Ok(())
+}

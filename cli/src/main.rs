@@ -24,6 +24,7 @@ mod format;
 mod keys;
 mod lesson;
 mod load;
+mod picture;
 mod reads;
 mod repair;
 mod shell;

@@ -27,6 +27,7 @@ use serde_json::{json, Value};
 
 use crate::clock;
 use crate::format::{self, escape, unescape};
+use crate::picture;
 use crate::store_cmds::{known_family, Context};
 use crate::Error;
 
@@ -193,6 +194,10 @@ pub struct ExplainArgs {
     /// The read to explain.
     #[command(subcommand)]
     pub read: ExplainRead,
+    /// Also draw the family's sources and the read through them in this
+    /// file, one self-contained HTML page.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub report: Option<std::path::PathBuf>,
 }
 
 /// The reads `explain` can run.
@@ -379,7 +384,8 @@ fn print_cells(ctx: &Context, family: &str, row: &[u8], cells: &[Cell], out: &mu
 
 /// `explain`: runs the read, prints its result, then its [`Trace`]: the
 /// sources newest first, how each was settled and what it cost.
-pub fn explain(ctx: &Context, store: &Store, read: &ExplainRead, out: &mut dyn Write) -> Result<(), Error> {
+pub fn explain(ctx: &Context, store: &Store, args: &ExplainArgs, out: &mut dyn Write) -> Result<(), Error> {
+    let read = &args.read;
     let snap = &store.snapshot();
     let plain = match read {
         ExplainRead::Get(a) => a.versions.newest_only(),
@@ -447,7 +453,8 @@ pub fn explain(ctx: &Context, store: &Store, read: &ExplainRead, out: &mut dyn W
             "pages_touched": trace.pages_touched(),
         });
         writeln!(out, "{doc}")?;
-        return Ok(());
+        // The JSON document stays the whole of stdout.
+        return draw_report(store, family, args, &trace, &mut std::io::sink());
     }
     write!(out, "{result}")?;
     writeln!(out)?;
@@ -477,7 +484,23 @@ pub fn explain(ctx: &Context, store: &Store, read: &ExplainRead, out: &mut dyn W
         trace.entries_examined(),
         trace.entries_returned
     )?;
-    Ok(())
+    draw_report(store, family, args, &trace, out)
+}
+
+/// With `--report FILE`: the family's stack and the read through it, drawn.
+fn draw_report(store: &Store, family: &str, args: &ExplainArgs, trace: &Trace, out: &mut dyn Write) -> Result<(), Error> {
+    let Some(path) = &args.report else {
+        return Ok(());
+    };
+    let (label, asked) = match &args.read {
+        ExplainRead::Get(a) => (
+            format!("get {family} {}{}", a.row, a.column.as_ref().map_or(String::new(), |c| format!(" {c}"))),
+            picture::asked_row(&unescape(&a.row)?),
+        ),
+        ExplainRead::Slice(a) => (format!("slice {family} {}", a.row), picture::asked_row(&unescape(&a.row)?)),
+        ExplainRead::Scan(a) => (format!("scan {family}"), picture::asked_rows(&a.rows.range()?)),
+    };
+    picture::explain(store, family, &label, asked, trace, path, out)
 }
 
 fn settled_name(s: Settled) -> &'static str {

@@ -72,7 +72,7 @@ pub enum StoreCommand {
     /// Per family: memtable, files, entries live and stored, amplification.
     Stats,
     /// Every table file: family, size, entries, tombstones, key range, blocks.
-    Files,
+    Files(FilesArgs),
     /// Decode one table file block by block, checking every checksum.
     Dump(dump::Args),
     /// Run a read and print what it cost, source by source.
@@ -127,6 +127,15 @@ pub struct DeleteRowArgs {
     pub ts: Option<u64>,
 }
 
+/// `files [--report FILE]`.
+#[derive(Debug, clap::Args)]
+pub struct FilesArgs {
+    /// Also draw each family's sources over its key space in this file, one
+    /// self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+}
+
 /// `compact [FAMILY]`.
 #[derive(Debug, clap::Args)]
 pub struct CompactArgs {
@@ -163,7 +172,7 @@ impl StoreCommand {
             StoreCommand::Flush => "flush",
             StoreCommand::Compact(_) => "compact",
             StoreCommand::Stats => "stats",
-            StoreCommand::Files => "files",
+            StoreCommand::Files(_) => "files",
             StoreCommand::Dump(_) => "dump",
             StoreCommand::Explain(_) => "explain",
             StoreCommand::Load(_) => "load",
@@ -185,7 +194,7 @@ impl StoreCommand {
         match switch {
             Switch::Json => matches!(
                 self,
-                C::Families | C::Get(_) | C::Slice(_) | C::Scan(_) | C::Count(_) | C::Stats | C::Files | C::Explain(_)
+                C::Families | C::Get(_) | C::Slice(_) | C::Scan(_) | C::Count(_) | C::Stats | C::Files(_) | C::Explain(_)
             ),
             Switch::Human => matches!(self, C::Get(_) | C::Slice(_) | C::Scan(_) | C::Explain(_) | C::Dump(_)),
             Switch::Dir | Switch::Family => self.needs_store(),
@@ -311,8 +320,15 @@ pub fn run(ctx: &Context, store: Option<&Store>, command: &StoreCommand, out: &m
         StoreCommand::Flush => flush(store, out)?,
         StoreCommand::Compact(a) => compact(store, a.family.as_deref(), out)?,
         StoreCommand::Stats => stats::stats(ctx, store, out)?,
-        StoreCommand::Files => stats::files(ctx, store, out)?,
-        StoreCommand::Explain(a) => reads::explain(ctx, store, &a.read, out)?,
+        StoreCommand::Files(a) => {
+            stats::files(ctx, store, out)?;
+            if let Some(path) = &a.report {
+                // With --json the document stays the whole of stdout.
+                let quiet = &mut std::io::sink();
+                crate::picture::files(store, path, if ctx.json { quiet } else { out })?;
+            }
+        }
+        StoreCommand::Explain(a) => reads::explain(ctx, store, a, out)?,
         StoreCommand::Load(a) => load::run(store, a, out)?,
         StoreCommand::Export(a) => export::run(store, a, out)?,
         StoreCommand::Check => check(store, out)?,

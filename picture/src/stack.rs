@@ -273,9 +273,9 @@ fn draw_source(
         format!("{} .. {}", a.text, b.text)
     });
     let contents = format!(
-        "{} entries, {} tombstones",
-        thousands(source.entries),
-        thousands(source.tombstones)
+        "{}, {}",
+        plural(source.entries, "entry", "entries"),
+        plural(source.tombstones, "tombstone", "tombstones")
     );
     let outcome = read.map(|_| outcome(source, trace));
     let tooltip = match &outcome {
