@@ -371,7 +371,16 @@ fn report_has_a_section_per_lesson_with_its_table_and_pictures() -> TestResult {
     assert_eq!(pictures(section(&doc, "wide-row")?), ["row-blocks", "wide-row-cost"]);
     assert_eq!(
         pictures(section(&doc, "append-only")?),
-        ["stack", "stack", "stack", "stack", "stack", "stack", "stack", "amplification"],
+        [
+            "stack",
+            "stack",
+            "stack",
+            "stack",
+            "stack",
+            "stack",
+            "stack",
+            "amplification"
+        ],
         "the stack, four reads, the scan, the stack after compaction, amplification"
     );
     Ok(())
@@ -380,7 +389,9 @@ fn report_has_a_section_per_lesson_with_its_table_and_pictures() -> TestResult {
 #[test]
 fn report_references_nothing_outside_the_file() -> TestResult {
     let html = report_page()?;
-    for outside in ["http:", "https:", "src=", "<script", "<link", "url(", "@import", "<img", "<iframe"] {
+    for outside in [
+        "http:", "https:", "src=", "<script", "<link", "url(", "@import", "<img", "<iframe",
+    ] {
         assert!(!html.contains(outside), "the page contains {outside}");
     }
     let doc = parse_page(&html)?;
@@ -419,11 +430,13 @@ fn report_pictures_show_the_terminals_figures() -> TestResult {
         r.loaded.memtable_entries.to_string(),
         "none".to_string(),
     )];
-    expected.extend(
-        r.files
-            .iter()
-            .map(|f| (format!("{:06}.sst", f.file_id), f.entries.to_string(), "none".to_string())),
-    );
+    expected.extend(r.files.iter().map(|f| {
+        (
+            format!("{:06}.sst", f.file_id),
+            f.entries.to_string(),
+            "none".to_string(),
+        )
+    }));
     assert_eq!(loaded, expected);
     // Each read's stack: the sources it consulted, settled as its trace says.
     for (read, svg) in r.reads.iter().zip(stacks.iter().skip(1)) {

@@ -107,7 +107,10 @@ pub fn files(store: &Store, path: &Path, out: &mut dyn Write) -> Result<(), Erro
         let stack = stack_of(store, &family)?;
         let space = KeySpace::spanning(stack.keys());
         let mut s = Section::new(&family, &format!("family {family}"));
-        s.figure(&stack::draw(&stack, &space, None), &format!("{} source(s).", stack.sources.len()));
+        s.figure(
+            &stack::draw(&stack, &space, None),
+            &format!("{} source(s).", stack.sources.len()),
+        );
         page.push(s);
     }
     write_page(&page, path, out)

@@ -488,16 +488,29 @@ pub fn explain(ctx: &Context, store: &Store, args: &ExplainArgs, out: &mut dyn W
 }
 
 /// With `--report FILE`: the family's stack and the read through it, drawn.
-fn draw_report(store: &Store, family: &str, args: &ExplainArgs, trace: &Trace, out: &mut dyn Write) -> Result<(), Error> {
+fn draw_report(
+    store: &Store,
+    family: &str,
+    args: &ExplainArgs,
+    trace: &Trace,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
     let Some(path) = &args.report else {
         return Ok(());
     };
     let (label, asked) = match &args.read {
         ExplainRead::Get(a) => (
-            format!("get {family} {}{}", a.row, a.column.as_ref().map_or(String::new(), |c| format!(" {c}"))),
+            format!(
+                "get {family} {}{}",
+                a.row,
+                a.column.as_ref().map_or(String::new(), |c| format!(" {c}"))
+            ),
             picture::asked_row(&unescape(&a.row)?),
         ),
-        ExplainRead::Slice(a) => (format!("slice {family} {}", a.row), picture::asked_row(&unescape(&a.row)?)),
+        ExplainRead::Slice(a) => (
+            format!("slice {family} {}", a.row),
+            picture::asked_row(&unescape(&a.row)?),
+        ),
         ExplainRead::Scan(a) => (format!("scan {family}"), picture::asked_rows(&a.rows.range()?)),
     };
     picture::explain(store, family, &label, asked, trace, path, out)

@@ -194,7 +194,14 @@ impl StoreCommand {
         match switch {
             Switch::Json => matches!(
                 self,
-                C::Families | C::Get(_) | C::Slice(_) | C::Scan(_) | C::Count(_) | C::Stats | C::Files(_) | C::Explain(_)
+                C::Families
+                    | C::Get(_)
+                    | C::Slice(_)
+                    | C::Scan(_)
+                    | C::Count(_)
+                    | C::Stats
+                    | C::Files(_)
+                    | C::Explain(_)
             ),
             Switch::Human => matches!(self, C::Get(_) | C::Slice(_) | C::Scan(_) | C::Explain(_) | C::Dump(_)),
             Switch::Dir | Switch::Family => self.needs_store(),

@@ -34,8 +34,14 @@ fn store(dir: &std::path::Path) -> Result {
         .output()?;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let stdout = String::from_utf8(output.stdout)?;
-    assert!(stdout.contains(&format!("report written to {}", report.display())), "{stdout}");
-    assert!(stdout.contains(&format!("report written to {}", files.display())), "{stdout}");
+    assert!(
+        stdout.contains(&format!("report written to {}", report.display())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("report written to {}", files.display())),
+        "{stdout}"
+    );
     Ok(())
 }
 
@@ -95,7 +101,10 @@ fn lesson_report_writes_the_lessons_section_and_prints_where() -> Result {
         .output()?;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let stdout = String::from_utf8(output.stdout)?;
-    assert!(stdout.ends_with(&format!("\nreport written to {}\n", path.display())), "{stdout}");
+    assert!(
+        stdout.ends_with(&format!("\nreport written to {}\n", path.display())),
+        "{stdout}"
+    );
     let html = std::fs::read_to_string(&path)?;
     let doc = parse_page(&html)?;
     let sections: Vec<&str> = doc
@@ -109,6 +118,9 @@ fn lesson_report_writes_the_lessons_section_and_prints_where() -> Result {
         .find(|n| n.has_tag_name("pre"))
         .and_then(|n| n.text())
         .ok_or("the table")?;
-    assert!(stdout.starts_with(table), "the page holds the table the terminal printed");
+    assert!(
+        stdout.starts_with(table),
+        "the page holds the table the terminal printed"
+    );
     Ok(())
 }

@@ -112,7 +112,8 @@ fn writes_after_a_compaction_that_zeroed_sequences_still_win_their_ties() -> Res
 }
 
 #[test]
-fn stats_give_the_memtables_key_range_and_tombstones_as_a_file_gives_its_own() -> Result<(), Box<dyn std::error::Error>> {
+fn stats_give_the_memtables_key_range_and_tombstones_as_a_file_gives_its_own() -> Result<(), Box<dyn std::error::Error>>
+{
     let dir = tempfile::tempdir()?;
     let store = Store::open(dir.path(), StoreOptions::default().family("f"))?;
     let empty = store.stats()?;

@@ -246,7 +246,12 @@ fn draw_asked(svg: &mut Svg, space: &KeySpace, asked: &Asked, top: f64, bottom: 
                     to.as_ref().map_or("(end)", |k| k.text.as_str())
                 ),
             };
-            svg.text(((a + b) / 2.0, top - 2.0), Anchor::Middle, &label, &[("font-size", "11")]);
+            svg.text(
+                ((a + b) / 2.0, top - 2.0),
+                Anchor::Middle,
+                &label,
+                &[("font-size", "11")],
+            );
         }
     }
 }

@@ -119,7 +119,9 @@ fn without_a_read_each_bar_shows_its_entries_and_tombstones() -> TestResult {
         .ok_or("the memtable")?;
     assert_eq!(memtable.attribute("data-entries"), Some("2"));
     assert_eq!(memtable.attribute("data-tombstones"), Some("1"));
-    assert!(memtable.descendants().any(|n| n.attribute("class") == Some("tombstones")));
+    assert!(memtable
+        .descendants()
+        .any(|n| n.attribute("class") == Some("tombstones")));
     let ends: Vec<&str> = doc
         .descendants()
         .filter(|n| matches!(n.attribute("class"), Some("key-first" | "key-last")))

@@ -13,13 +13,15 @@
 //! * layout: pages touched per query per layout on one scale, and what each
 //!   family's files hold: values, keys, and the rest.
 
-use cellar_picture::chart::{self, Bar, BarGroup, Point, StackedRow};
-use cellar_picture::{colour, stack, Anchor, Asked, Key, KeySpace, Page, ReadOnStack, Section, Stack, StackSource, Svg};
 use cellar_engine::SourceKind;
+use cellar_picture::chart::{self, Bar, BarGroup, Point, StackedRow};
+use cellar_picture::{
+    colour, stack, Anchor, Asked, Key, KeySpace, Page, ReadOnStack, Section, Stack, StackSource, Svg,
+};
 
 use super::{
-    plural, thousands, AppendOnlyReport, FamilyFigures, FileRange, LayoutReport, ReadFigures, WideRowReport,
-    FAMILIES, ROW_LAYOUT,
+    plural, thousands, AppendOnlyReport, FamilyFigures, FileRange, LayoutReport, ReadFigures, WideRowReport, FAMILIES,
+    ROW_LAYOUT,
 };
 
 /// The page of every lesson in `sections`, in the order given.
@@ -103,7 +105,10 @@ impl AppendOnlyReport {
     /// The lesson's section of the report page: its table, its stacks, its
     /// reads and its amplification over time.
     pub fn section(&self) -> Section {
-        let mut s = Section::new("append-only", "append-only: every write is a new entry, a delete is a tombstone");
+        let mut s = Section::new(
+            "append-only",
+            "append-only: every write is a new entry, a delete is a tombstone",
+        );
         s.preformatted(&self.render());
         let loaded = stack_of(
             &format!(
@@ -336,7 +341,12 @@ impl WideRowReport {
             );
         }
         svg.text((left, 88.0), Anchor::Start, "loan|2024-01-…", &[("font-size", "11")]);
-        svg.text((left + width, 88.0), Anchor::End, "… loan|2024-12-…", &[("font-size", "11")]);
+        svg.text(
+            (left + width, 88.0),
+            Anchor::End,
+            "… loan|2024-12-…",
+            &[("font-size", "11")],
+        );
         svg
     }
 }
@@ -345,7 +355,10 @@ impl LayoutReport {
     /// The lesson's section of the report page: its tables, pages touched per
     /// query per layout, and what each family's files hold.
     pub fn section(&self) -> Section {
-        let mut s = Section::new("layout", "layout: column families against one family holding every field");
+        let mut s = Section::new(
+            "layout",
+            "layout: column families against one family holding every field",
+        );
         s.preformatted(&self.render());
         s.subheading("Pages touched, per query and layout, on one scale");
         let groups: Vec<BarGroup> = [&self.circulation, &self.record]
