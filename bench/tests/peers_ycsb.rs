@@ -1,5 +1,6 @@
-//! YCSB on tiny data: every workload runs on cellar and on both fjall models,
-//! every read finds its record, and the engines read the same records.
+//! YCSB on tiny data: every workload runs on cellar and on both models of
+//! each peer built in, every read finds its record, and the engines read the
+//! same records.
 #![cfg(feature = "peers")]
 
 use cellar_bench::peers::ycsb::{self, workload::Op, YcsbRuns};
@@ -9,7 +10,7 @@ use cellar_bench::progress::Silent;
 fn every_ycsb_workload_runs_and_the_engines_read_the_same_records() -> Result<(), Box<dyn std::error::Error>> {
     let (records, operations) = (1000, 400);
     let mut runs = YcsbRuns::new();
-    for engine in ["cellar", "fjall-record", "fjall-field"] {
+    for engine in ycsb::ENGINES {
         let dir = tempfile::tempdir()?;
         let run = ycsb::run_engine(engine, dir.path(), records, operations, 11, None, &Silent)?;
         // What a child prints is what the parent reads.

@@ -13,7 +13,7 @@ use fjall::config::{BloomConstructionPolicy, CompressionPolicy, FilterPolicy, Fi
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions};
 
 use super::workloads::{Adapter, KEY_BYTES};
-use super::ycsb::record::KeyValue;
+use super::ycsb::record::{copy_value, KeyValue};
 use crate::error::{Error, Result};
 
 fn err(e: fjall::Error) -> Error {
@@ -125,14 +125,7 @@ impl KeyValue for Fjall {
     }
 
     fn get(&mut self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
-        match self.keyspace.get(key).map_err(err)? {
-            Some(v) => {
-                value.clear();
-                value.extend_from_slice(&v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(copy_value(self.keyspace.get(key).map_err(err)?, value))
     }
 
     fn scan(&mut self, from: &[u8], to: Option<&[u8]>, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<()> {

@@ -255,6 +255,15 @@ pub fn run(config: &Config, log: &mut dyn FnMut(&str)) -> Result<Runs> {
     })
 }
 
+/// Operations per second (0 for no time).
+pub fn per_second(ops: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        ops as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
 /// Median of some numbers (0 if none).
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));

@@ -15,7 +15,7 @@ use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, ReadOptions,
 
 use super::read_amp::ReadAmp;
 use super::workloads::{Adapter, KEY_BYTES};
-use super::ycsb::record::KeyValue;
+use super::ycsb::record::{copy_value, KeyValue};
 use crate::error::{Error, Result};
 
 fn err(e: rocksdb::Error) -> Error {
@@ -169,11 +169,14 @@ impl Adapter for RocksDb {
             iter.status().map_err(err)
         })?;
         // One child iterator per memtable, per level-0 file and per deeper
-        // level; a level's iterator opens only the file holding the key.
-        let children = c.metric(PerfMetric::SeekChildSeekCount) as f64;
+        // level; a level's iterator opens only the file holding the key. With
+        // one source only (a lone memtable) RocksDB builds no merging
+        // iterator, so no child seek is counted: that seek still read one source.
+        let sources = c.metric(PerfMetric::SeekChildSeekCount).max(1);
+        let memtables = c.metric(PerfMetric::SeekOnMemtableCount);
         Ok(Some(ReadAmp {
-            sources: children,
-            searched: children - c.metric(PerfMetric::SeekOnMemtableCount) as f64,
+            sources: sources as f64,
+            searched: sources.saturating_sub(memtables) as f64,
             data_blocks: blocks(&c),
         }))
     }
@@ -193,14 +196,7 @@ impl KeyValue for RocksDb {
     }
 
     fn get(&mut self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
-        match self.db.get_pinned(key).map_err(err)? {
-            Some(v) => {
-                value.clear();
-                value.extend_from_slice(&v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(copy_value(self.db.get_pinned(key).map_err(err)?, value))
     }
 
     fn scan(&mut self, from: &[u8], to: Option<&[u8]>, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<()> {

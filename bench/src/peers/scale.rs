@@ -69,11 +69,7 @@ pub struct Phase {
 impl Phase {
     /// Operations per second.
     pub fn ops_per_sec(&self) -> f64 {
-        if self.seconds > 0.0 {
-            self.ops as f64 / self.seconds
-        } else {
-            0.0
-        }
+        super::per_second(self.ops, self.seconds)
     }
     /// Bytes on disk / user bytes, at the end (`settled` = false) or settled.
     pub fn space_amp(&self, settled: bool) -> f64 {

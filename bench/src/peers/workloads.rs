@@ -90,11 +90,7 @@ pub struct Measured {
 impl Measured {
     /// Operations per second.
     pub fn ops_per_sec(&self) -> f64 {
-        if self.seconds > 0.0 {
-            self.ops as f64 / self.seconds
-        } else {
-            0.0
-        }
+        super::per_second(self.ops, self.seconds)
     }
 }
 

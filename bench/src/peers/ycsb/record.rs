@@ -59,6 +59,17 @@ pub trait KeyValue {
     fn settle(&mut self) -> Result<()>;
 }
 
+/// Copies the value a store returned for a key into `value`; false if the
+/// key had none.
+pub fn copy_value(found: Option<impl AsRef<[u8]>>, value: &mut Vec<u8>) -> bool {
+    let Some(found) = found else {
+        return false;
+    };
+    value.clear();
+    value.extend_from_slice(found.as_ref());
+    true
+}
+
 /// Serializes a record's fields into one value: for each field, its name's
 /// length (1 byte), the name, the value's length (4 bytes, little-endian) and
 /// the value.

@@ -159,11 +159,7 @@ pub struct PhaseReport {
 impl PhaseReport {
     /// Operations per second.
     pub fn ops_per_sec(&self) -> f64 {
-        if self.seconds > 0.0 {
-            self.ops as f64 / self.seconds
-        } else {
-            0.0
-        }
+        crate::peers::per_second(self.ops, self.seconds)
     }
 
     /// The results of one operation type.
