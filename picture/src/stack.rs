@@ -41,6 +41,53 @@ pub struct StackSource {
     pub data_blocks: Option<u64>,
 }
 
+impl StackSource {
+    /// The active memtable with its entries, tombstones and rows (`None`
+    /// when it is empty).
+    pub fn memtable(entries: u64, tombstones: u64, rows: Option<(Key, Key)>) -> StackSource {
+        StackSource {
+            kind: SourceKind::ActiveMemtable,
+            name: "memtable".to_string(),
+            entries,
+            tombstones,
+            rows,
+            data_blocks: None,
+        }
+    }
+
+    /// A frozen memtable waiting for its flush (the store counts these but
+    /// does not list their contents).
+    pub fn frozen_memtable() -> StackSource {
+        StackSource {
+            kind: SourceKind::FrozenMemtable,
+            name: "frozen memtable".to_string(),
+            entries: 0,
+            tombstones: 0,
+            rows: None,
+            data_blocks: None,
+        }
+    }
+
+    /// Table file `file_id` of sorted run `run`, named as the store names it,
+    /// with its `(entries, tombstones)`, first and last row, and data blocks.
+    pub fn table(
+        file_id: u64,
+        run: u64,
+        (entries, tombstones): (u64, u64),
+        rows: (Key, Key),
+        data_blocks: u64,
+    ) -> StackSource {
+        StackSource {
+            kind: SourceKind::Table { file_id, run },
+            name: format!("{file_id:06}.sst"),
+            entries,
+            tombstones,
+            rows: Some(rows),
+            data_blocks: Some(data_blocks),
+        }
+    }
+}
+
 /// A family's sources, newest first, as reads consult them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stack {
@@ -64,36 +111,20 @@ impl Stack {
                 bytes,
             }
         };
-        let mut sources = vec![StackSource {
-            kind: SourceKind::ActiveMemtable,
-            name: "memtable".to_string(),
-            entries: family.memtable_entries,
-            tombstones: family.memtable_tombstones,
-            rows: family.memtable_key_range.as_ref().map(|(a, b)| (row(a), row(b))),
-            data_blocks: None,
-        }];
-        for _ in 0..family.frozen_memtables {
-            sources.push(StackSource {
-                kind: SourceKind::FrozenMemtable,
-                name: "frozen memtable".to_string(),
-                entries: 0,
-                tombstones: 0,
-                rows: None,
-                data_blocks: None,
-            });
-        }
+        let mut sources = vec![StackSource::memtable(
+            family.memtable_entries,
+            family.memtable_tombstones,
+            family.memtable_key_range.as_ref().map(|(a, b)| (row(a), row(b))),
+        )];
+        sources.extend((0..family.frozen_memtables).map(|_| StackSource::frozen_memtable()));
         for t in tables.iter().filter(|t| t.family == family.name) {
-            sources.push(StackSource {
-                kind: SourceKind::Table {
-                    file_id: t.file_id,
-                    run: t.run,
-                },
-                name: format!("{:06}.sst", t.file_id),
-                entries: t.entries,
-                tombstones: t.tombstones,
-                rows: Some((row(&t.first_key), row(&t.last_key))),
-                data_blocks: Some(t.data_blocks),
-            });
+            sources.push(StackSource::table(
+                t.file_id,
+                t.run,
+                (t.entries, t.tombstones),
+                (row(&t.first_key), row(&t.last_key)),
+                t.data_blocks,
+            ));
         }
         Stack {
             title: format!("family {}: its sources, newest first", family.name),

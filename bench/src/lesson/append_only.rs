@@ -60,6 +60,8 @@ mod printed {
 pub struct FileRange {
     /// File number.
     pub file_id: u64,
+    /// The sorted run it belongs to.
+    pub run: u64,
     /// Entries it holds.
     pub entries: u64,
     /// Tombstones among them.
@@ -193,6 +195,7 @@ fn file_ranges(store: &Store) -> Vec<FileRange> {
         .filter(|t| t.family == FAMILY)
         .map(|t| FileRange {
             file_id: t.file_id,
+            run: t.run,
             entries: t.entries,
             tombstones: t.tombstones,
             first_row: row_text(&t.first_key),

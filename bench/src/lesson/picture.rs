@@ -13,7 +13,6 @@
 //! * layout: pages touched per query per layout on one scale, and what each
 //!   family's files hold: values, keys, and the rest.
 
-use cellar_engine::SourceKind;
 use cellar_picture::chart::{self, Bar, BarGroup, Point, StackedRow};
 use cellar_picture::{
     colour, stack, Anchor, Asked, Key, KeySpace, Page, ReadOnStack, Section, Stack, StackSource, Svg,
@@ -41,40 +40,25 @@ pub fn page(sections: Vec<Section>) -> Page {
 /// A family's stack as the lesson measured it: the memtable, then the files
 /// newest first.
 fn stack_of(title: &str, family: &FamilyFigures, files: &[FileRange]) -> Stack {
-    let mut sources = vec![StackSource {
-        kind: SourceKind::ActiveMemtable,
-        name: "memtable".to_string(),
-        entries: family.memtable_entries,
-        tombstones: family.memtable_tombstones,
-        rows: family
-            .memtable_rows
-            .as_ref()
-            .map(|(first, last)| (Key::text(first), Key::text(last))),
-        data_blocks: None,
-    }];
+    let rows = family
+        .memtable_rows
+        .as_ref()
+        .map(|(first, last)| (Key::text(first), Key::text(last)));
+    let mut sources = vec![StackSource::memtable(
+        family.memtable_entries,
+        family.memtable_tombstones,
+        rows,
+    )];
     let frozen = family.memtables - u64::from(family.memtable_entries > 0);
-    for _ in 0..frozen {
-        sources.push(StackSource {
-            kind: SourceKind::FrozenMemtable,
-            name: "frozen memtable".to_string(),
-            entries: 0,
-            tombstones: 0,
-            rows: None,
-            data_blocks: None,
-        });
-    }
+    sources.extend((0..frozen).map(|_| StackSource::frozen_memtable()));
     for f in files {
-        sources.push(StackSource {
-            kind: SourceKind::Table {
-                file_id: f.file_id,
-                run: 0,
-            },
-            name: format!("{:06}.sst", f.file_id),
-            entries: f.entries,
-            tombstones: f.tombstones,
-            rows: Some((Key::text(&f.first_row), Key::text(&f.last_row))),
-            data_blocks: Some(f.data_blocks),
-        });
+        sources.push(StackSource::table(
+            f.file_id,
+            f.run,
+            (f.entries, f.tombstones),
+            (Key::text(&f.first_row), Key::text(&f.last_row)),
+            f.data_blocks,
+        ));
     }
     Stack {
         title: title.to_string(),
