@@ -25,6 +25,13 @@ pub enum Error {
     /// The store's statistics do not list a family the lesson created.
     #[error("the store reports no statistics for family `{0}`")]
     MissingFamily(String),
+    /// A query-first table refused or failed an operation.
+    #[error(transparent)]
+    Table(#[from] cellar_tables::Error),
+    /// A lesson found something it cannot measure (two answers to one
+    /// question that differ, a record that vanished): a bug to report.
+    #[error("{0}")]
+    Lesson(String),
     /// A peer engine of the `peers` benchmark failed, or its harness did.
     #[error("{0}")]
     Peer(String),

@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use cellar_bench::lesson::{self, AppendOnlyReport, LayoutReport, WideRowReport};
+use cellar_bench::lesson::{self, AppendOnlyReport, LayoutReport, QueryFirstReport, WideRowReport};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -34,6 +34,11 @@ fn wide_row() -> Result<&'static WideRowReport, String> {
 fn layout() -> Result<&'static LayoutReport, String> {
     static REPORT: OnceLock<Result<LayoutReport, String>> = OnceLock::new();
     run(&REPORT, lesson::layout)
+}
+
+fn query_first() -> Result<&'static QueryFirstReport, String> {
+    static REPORT: OnceLock<Result<QueryFirstReport, String>> = OnceLock::new();
+    run(&REPORT, lesson::query_first)
 }
 
 // ---- append-only ----
@@ -520,5 +525,106 @@ fn space_amplification_stays_at_one_through_the_puts_then_rises_to_two() -> Test
     }
     let last = r.amplification.last().map(|p| p.space_amplification);
     assert_eq!(last, Some(r.loaded.space_amplification));
+    Ok(())
+}
+
+// ---- query-first ----
+
+#[test]
+fn each_path_reads_its_layout_and_examines_about_what_it_returns() -> TestResult {
+    let r = query_first()?;
+    let layouts: Vec<(&str, u64)> = r
+        .paths
+        .iter()
+        .chain([&r.after_launch])
+        .map(|p| (p.layout.as_str(), p.requests))
+        .collect();
+    assert_eq!(
+        layouts,
+        [
+            ("orders_by_customer", 1),
+            ("items_by_order", 1),
+            ("orders_by_warehouse_day", 1),
+            ("orders_by_warehouse_day", 7),
+            ("orders", 1),
+            ("orders_by_warehouse", 1),
+        ]
+    );
+    for p in r.paths.iter().chain([&r.after_launch]) {
+        // At most the limit plus the one entry the merge looked ahead at.
+        assert!(
+            p.layout_cost.entries_examined <= p.returned + 1,
+            "{}: {} examined for {}",
+            p.path,
+            p.layout_cost.entries_examined,
+            p.returned
+        );
+        assert!(p.returned > 0, "{} returned nothing", p.path);
+    }
+    assert_eq!(r.paths[0].returned, 20);
+    assert_eq!(r.paths[0].layout_cost.entries_examined, 21);
+    Ok(())
+}
+
+#[test]
+fn a_filtering_scan_examines_every_record_of_the_source_of_truth() -> TestResult {
+    let r = query_first()?;
+    for p in &r.paths {
+        let records = if p.scanned == "orders" { r.orders } else { r.items };
+        assert_eq!(p.scan_cost.entries_examined, records, "{}", p.path);
+    }
+    let inserted_during_backfill = r.writes_during_backfill.0;
+    assert_eq!(
+        r.after_launch.scan_cost.entries_examined,
+        r.orders + inserted_during_backfill
+    );
+    Ok(())
+}
+
+#[test]
+fn every_order_is_written_into_its_three_layouts_and_a_reroute_moves_one_row() -> TestResult {
+    let r = query_first()?;
+    assert_eq!((r.orders, r.order_entries), (20_000, 60_000));
+    assert_eq!(r.write_amplification(), 3.0);
+    assert_eq!(r.item_entries, r.items);
+    assert_eq!((r.reroutes, r.reroute_moved, r.reroute_entries), (500, 500, 2_000));
+    assert_eq!((r.status_updates, r.status_moved, r.status_entries), (4_000, 0, 12_000));
+    Ok(())
+}
+
+#[test]
+fn the_backfill_copies_what_was_there_and_skips_what_writers_moved_meanwhile() -> TestResult {
+    let r = query_first()?;
+    let b = &r.backfill;
+    assert_eq!((b.batches, b.examined, b.copied, b.skipped), (21, 20_000, 19_900, 100));
+    assert!(b.done);
+    assert_eq!(r.writes_during_backfill.0, 210);
+    assert!(r.verified.iter().all(|(_, _, ok)| *ok), "{:?}", r.verified);
+    Ok(())
+}
+
+#[test]
+fn a_day_bucket_bounds_the_largest_partition() -> TestResult {
+    let r = query_first()?;
+    assert_eq!(r.without_bucket.partitions, 4);
+    assert!(r.without_bucket.largest_records > 4_000);
+    assert!(r.with_bucket.largest_records < 100);
+    assert!(r.with_bucket.partitions > 700);
+    Ok(())
+}
+
+#[test]
+fn query_first_report_section_holds_its_table_and_two_pictures() -> TestResult {
+    let r = query_first()?;
+    let html = lesson::page(vec![r.section()]).finish();
+    let doc = parse_page(&html)?;
+    let s = section(&doc, "query-first")?;
+    let pre = s
+        .descendants()
+        .find(|n| n.has_tag_name("pre"))
+        .and_then(|n| n.text())
+        .ok_or("a table")?;
+    assert_eq!(pre, r.render());
+    assert_eq!(pictures(s), ["query-first-reads", "query-first-partitions"]);
     Ok(())
 }

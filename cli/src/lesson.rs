@@ -1,5 +1,8 @@
-//! `cellar lesson [append-only|wide-row|layout|all] [--dir PATH] [--report FILE]`: the
-//! wide-column lesson, reproduced on a real store (see `cellar_bench::lesson`).
+//! `cellar lesson [append-only|wide-row|layout|all|query-first] [--dir PATH] [--report FILE]`:
+//! the wide-column lesson, reproduced on a real store, and the query-first
+//! lesson on query-first tables (see `cellar_bench::lesson`). For
+//! `query-first`, `--json` prints its figures as one object and `--export
+//! cql|hbase` its design as Cassandra or HBase statements.
 //!
 //! Without `--dir` each lesson builds its store in a temporary folder that is
 //! removed afterwards; with `--dir` the stores are kept, one subfolder per
@@ -25,6 +28,19 @@ pub struct Args {
     /// self-contained HTML page (no script, nothing fetched).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// For `query-first`: print the design as Cassandra CQL or HBase shell
+    /// statements instead of the tables.
+    #[arg(long, value_enum, value_name = "SYSTEM")]
+    export: Option<Export>,
+}
+
+/// The systems `--export` writes statements for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Export {
+    /// `CREATE TABLE` per layout, and the logged batches of a write.
+    Cql,
+    /// `create` per layout with split points, and the puts of a write.
+    Hbase,
 }
 
 /// The lessons, by the name the command line knows them by.
@@ -36,8 +52,11 @@ enum Which {
     WideRow,
     /// Column families against one family holding every field, in pages touched.
     Layout,
-    /// All three, in the lesson's order.
+    /// The three above, in the lesson's order.
     All,
+    /// A layout per read path against a filtering scan: what it saves and
+    /// what it costs (seed 001; not part of `all`, which is seed 003's lesson).
+    QueryFirst,
 }
 
 impl Which {
@@ -49,6 +68,7 @@ impl Which {
             Which::WideRow => "wide-row",
             Which::Layout => "layout",
             Which::All => "all",
+            Which::QueryFirst => "query-first",
         }
     }
 
@@ -63,7 +83,12 @@ impl Which {
 /// Runs the chosen lessons and prints their tables on stdout. With `dir` (the
 /// global `--dir`, which the store commands share) the stores are kept there,
 /// one subfolder per lesson, which must be empty or absent.
-pub fn run(args: &Args, dir: Option<&Path>) -> Result<(), Error> {
+pub fn run(args: &Args, dir: Option<&Path>, json: bool) -> Result<(), Error> {
+    for (given, flag) in [(json, "--json"), (args.export.is_some(), "--export")] {
+        if given && args.which != Which::QueryFirst {
+            return Err(format!("{flag} does not apply to `lesson {}`", args.which.name()).into());
+        }
+    }
     let temporary = match dir {
         Some(_) => None,
         None => Some(tempfile::Builder::new().prefix("cellar-lesson-").tempdir()?),
@@ -91,6 +116,16 @@ pub fn run(args: &Args, dir: Option<&Path>) -> Result<(), Error> {
                 let r = lesson::layout_with(&dir, &bar)?;
                 (r.render(), r.section())
             }
+            Which::QueryFirst => {
+                let r = lesson::query_first_with(&dir, &bar)?;
+                let text = match (json, args.export) {
+                    (true, _) => format!("{:#}\n", query_first_json(&r)),
+                    (false, Some(Export::Cql)) => r.cql.clone(),
+                    (false, Some(Export::Hbase)) => r.hbase.clone(),
+                    (false, None) => r.render(),
+                };
+                (text, r.section())
+            }
             Which::All => continue,
         };
         sections.push(section);
@@ -101,11 +136,58 @@ pub fn run(args: &Args, dir: Option<&Path>) -> Result<(), Error> {
     }
     if let Some(path) = &args.report {
         std::fs::write(path, lesson::page(sections).finish()).map_err(|e| format!("{}: {e}", path.display()))?;
-        writeln!(stdout, "\nreport written to {}", path.display())?;
+        if json {
+            eprintln!("report written to {}", path.display());
+        } else {
+            writeln!(stdout, "\nreport written to {}", path.display())?;
+        }
     }
     match temporary {
         Some(t) => t.close()?,
+        // With --json stdout holds one JSON object and nothing else.
+        None if json => eprintln!("the stores are kept in {}", root.display()),
         None => writeln!(stdout, "\nthe stores are kept in {}", root.display())?,
     }
     Ok(())
+}
+/// The query-first lesson as JSON: every path with the entries its layout
+/// and a filtering scan examined, and the write amplification (entries
+/// written per order insert across the order table's layouts).
+fn query_first_json(r: &lesson::QueryFirstReport) -> serde_json::Value {
+    let path = |p: &lesson::PathCost| {
+        serde_json::json!({
+            "path": p.path,
+            "asked": p.asked,
+            "layout": p.layout,
+            "requests": p.requests,
+            "layout_entries_examined": p.layout_cost.entries_examined,
+            "layout_data_blocks": p.layout_cost.data_blocks,
+            "scan_entries_examined": p.scan_cost.entries_examined,
+            "scan_data_blocks": p.scan_cost.data_blocks,
+            "returned": p.returned,
+        })
+    };
+    let layout_bytes: serde_json::Map<String, serde_json::Value> = r
+        .layouts
+        .iter()
+        .map(|l| (l.layout.clone(), serde_json::json!(l.family.table_bytes)))
+        .collect();
+    serde_json::json!({
+        "paths": r.paths.iter().chain([&r.after_launch]).map(path).collect::<Vec<_>>(),
+        "write_amplification": r.write_amplification(),
+        "rows_moved_per_reroute": r.reroute_moved as f64 / r.reroutes.max(1) as f64,
+        "backfill": {
+            "layout": r.backfill.layout,
+            "batches": r.backfill.batches,
+            "copied": r.backfill.copied,
+            "skipped": r.backfill.skipped,
+            "entries_written": r.backfill.entries_written,
+            "read_entries_examined": r.backfill.read_entries_examined,
+        },
+        "largest_partition": {
+            "without_bucket": r.without_bucket.largest_records,
+            "with_bucket": r.with_bucket.largest_records,
+        },
+        "layout_bytes": layout_bytes,
+    })
 }

@@ -45,7 +45,7 @@ struct Cli {
     /// itself is created when a family is named, in a new or empty folder.
     #[arg(long = "family", value_name = "NAME", global = true)]
     families: Vec<String>,
-    /// Print JSON (families, get, slice, scan, count, stats, files, explain).
+    /// Print JSON (families, get, slice, scan, count, stats, files, explain, lesson query-first).
     #[arg(long, global = true)]
     json: bool,
     /// Print timestamps as UTC dates instead of milliseconds.
@@ -148,8 +148,8 @@ fn run(cli: Cli) -> Result<(), Error> {
     let mut opening = None;
     match &cli.command {
         Command::Lesson(args) => {
-            check_switches(&cli, "lesson", |s| s == Switch::Dir)?;
-            lesson::run(args, cli.dir.as_deref())?;
+            check_switches(&cli, "lesson", |s| s == Switch::Dir || s == Switch::Json)?;
+            lesson::run(args, cli.dir.as_deref(), cli.json)?;
         }
         Command::Shell => {
             check_switches(&cli, "shell", |_| true)?;

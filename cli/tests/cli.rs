@@ -662,7 +662,7 @@ fn a_switch_the_command_would_ignore_is_an_error() -> Result {
             .args(["lesson", "layout", "--json"])
             .output()?
             .stderr,
-        b"cellar: --json does not apply to `lesson`\n"
+        b"cellar: --json does not apply to `lesson layout`\n"
     );
     Ok(())
 }
@@ -913,5 +913,58 @@ fn time_prints_how_long_a_command_took_on_stderr() -> Result {
         "{stderr}"
     );
     assert!(String::from_utf8(output.stdout)?.ends_with("1 cell(s)\n"));
+    Ok(())
+}
+
+#[test]
+fn lesson_query_first_json_lists_each_path_beside_its_filtering_scan() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let out = common::cellar(tmp.path())
+        .args(["--json", "lesson", "query-first"])
+        .output()?;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(v["write_amplification"], 3.0);
+    let paths = v["paths"].as_array().ok_or("no paths")?;
+    assert_eq!(paths.len(), 6);
+    for p in paths {
+        let (layout, scan, returned) = (
+            p["layout_entries_examined"].as_u64().ok_or("layout_entries_examined")?,
+            p["scan_entries_examined"].as_u64().ok_or("scan_entries_examined")?,
+            p["returned"].as_u64().ok_or("returned")?,
+        );
+        assert!(p["path"].is_string() && p["layout"].is_string(), "{p}");
+        assert!(layout <= returned + 1, "{p}");
+        assert!(scan >= 20_000, "{p}");
+    }
+    Ok(())
+}
+
+#[test]
+fn lesson_query_first_exports_its_design_for_cassandra_and_hbase() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let cql = ok(&tmp.path().join("cql"), &["lesson", "query-first", "--export", "cql"])?;
+    assert!(
+        cql.contains("PRIMARY KEY ((warehouse, day), shipped_at, order_id)"),
+        "{cql}"
+    );
+    assert!(
+        cql.contains("DELETE FROM orders_by_warehouse_day WHERE warehouse = 4 AND day = 20240401"),
+        "{cql}"
+    );
+    assert_eq!(cql.matches("BEGIN BATCH").count(), 2);
+    let hbase = ok(
+        &tmp.path().join("hbase"),
+        &["lesson", "query-first", "--export", "hbase"],
+    )?;
+    assert_eq!(hbase.matches("create '").count(), 5, "{hbase}");
+    assert!(
+        hbase.contains("delete 'orders_by_warehouse_day', \"00420240401\""),
+        "{hbase}"
+    );
+    assert_eq!(
+        fails(tmp.path(), &["lesson", "layout", "--export", "cql"])?,
+        "cellar: --export does not apply to `lesson layout`\n"
+    );
     Ok(())
 }

@@ -15,10 +15,19 @@
 //!   question asked of a table partitioned by another key.
 //! * [`layout()`]: column families against one family holding every field,
 //!   counted in pages touched.
+//!
+//! And one lesson from another seed (query-first design, `seeds/001`), on
+//! `cellar_tables`:
+//!
+//! * [`query_first()`]: a layout per read path, kept in step by atomic
+//!   batches, against a filtering scan; what the layouts cost in writes,
+//!   bytes and moved rows; a read path added after launch and its backfill;
+//!   the largest partition with and without a time bucket.
 
 mod append_only;
 mod layout;
 mod picture;
+mod query_first;
 mod render;
 mod wide_row;
 
@@ -45,6 +54,7 @@ pub use layout::{
     ROW_LAYOUT_STORE,
 };
 pub use picture::page;
+pub use query_first::{query_first, query_first_with, LayoutBytes, PathCost, QueryFirstReport};
 pub use wide_row::{wide_row, wide_row_with, PathRead, WideRowReport, BY_BOOK, BY_MEMBER};
 
 /// What one read cost, copied from its [`Trace`].
