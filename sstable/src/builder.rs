@@ -21,8 +21,9 @@ use cellar_fs as fs;
 
 use crate::block::{BlockBuilder, KeyEncoding, MAX_TRAILER_WORDS};
 use crate::bloom::{filter_hash, BloomFilterBuilder};
+use crate::compression::{Codec, Compression, Compressor};
 use crate::error::{io_error, Error, Result};
-use crate::format::{block_trailer, BlockHandle, BlockKind, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION};
+use crate::format::{block_trailer, BlockHandle, BlockKind, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::properties::TableProperties;
 
 /// Longest key a table accepts (1 GiB).
@@ -61,6 +62,10 @@ pub struct TableOptions {
     /// since their restart point, where wide-column keys repeat their column
     /// names (see [`crate::KeyEncoding`]); default off.
     pub tail_copies: bool,
+    /// How data blocks are compressed, each on its own (default none; see
+    /// [`Compression`]). A table with compression is written in format
+    /// version 3, one without in version 2.
+    pub compression: Compression,
 }
 
 impl Default for TableOptions {
@@ -71,6 +76,7 @@ impl Default for TableOptions {
             bloom_bits_per_key: 10,
             key_trailer_words: 0,
             tail_copies: false,
+            compression: Compression::None,
         }
     }
 }
@@ -96,6 +102,7 @@ pub struct TableBuilder {
     pending_index: Option<BlockHandle>,
     filter: Option<BloomFilterBuilder>,
     last_filter_key: Option<Vec<u8>>,
+    compressor: Compressor,
     /// Counted as entries arrive; `last_key` doubles as the order check.
     props: TableProperties,
     finished: bool,
@@ -112,12 +119,15 @@ impl TableBuilder {
                 max: MAX_TRAILER_WORDS as u64,
             });
         }
+        options.compression.check().map_err(Error::InvalidOption)?;
+        let compressor = Compressor::new(options.compression).map_err(io_error(path))?;
         let tmp_path = tmp_path_for(path);
         let file = fs::create(&tmp_path).map_err(io_error(&tmp_path))?;
         let filter = (options.bloom_bits_per_key > 0).then(|| BloomFilterBuilder::new(options.bloom_bits_per_key));
         let props = TableProperties {
             key_trailer_words: options.key_trailer_words as u64,
             tail_copies: u64::from(options.tail_copies),
+            compression: options.compression,
             ..TableProperties::default()
         };
         Ok(TableBuilder {
@@ -134,6 +144,7 @@ impl TableBuilder {
             index_block: BlockBuilder::new(options.restart_interval),
             pending_index: None,
             filter,
+            compressor,
             options,
             offset: 0,
             last_filter_key: None,
@@ -230,7 +241,7 @@ impl TableBuilder {
         let filter = self.filter.as_ref().map(BloomFilterBuilder::finish);
         let filter_handle = match filter {
             Some(contents) => {
-                let handle = self.write_block(contents, BlockKind::Filter)?;
+                let handle = self.write_block(contents, BlockKind::Filter, Codec::None)?;
                 self.props.filter_bytes = handle.size_with_trailer();
                 handle
             }
@@ -244,13 +255,13 @@ impl TableBuilder {
         let properties_len = (self.props.encode().len() + BLOCK_TRAILER_LEN) as u64; // file_size is fixed-width
         self.props.file_size = self.offset + properties_len + self.props.index_bytes + FOOTER_LEN as u64;
 
-        let properties_handle = self.write_block(self.props.encode(), BlockKind::Properties)?;
-        let index_handle = self.write_block(index, BlockKind::Index)?;
+        let properties_handle = self.write_block(self.props.encode(), BlockKind::Properties, Codec::None)?;
+        let index_handle = self.write_block(index, BlockKind::Index, Codec::None)?;
         let footer = Footer {
             filter: filter_handle,
             properties: properties_handle,
             index: index_handle,
-            version: FORMAT_VERSION,
+            version: self.props.format_version(),
         };
         self.write(&footer.encode())?;
         debug_assert_eq!(self.offset, self.props.file_size);
@@ -270,17 +281,23 @@ impl TableBuilder {
         drop(self);
     }
 
-    /// Writes the pending data block; its index entry waits for the next
-    /// key (or for [`finish`](Self::finish)). Does nothing if the block is empty.
+    /// Writes the pending data block, compressed if the table asks for it
+    /// and that saves at least 1/8; its index entry waits for the next key
+    /// (or for [`finish`](Self::finish)). Does nothing if the block is empty.
     fn flush_data_block(&mut self) -> Result<()> {
         if self.data_block.is_empty() {
             return Ok(());
         }
-        let contents = self.data_block.finish();
-        let handle = self.write_block(contents, BlockKind::Data)?;
+        let raw = self.data_block.finish();
+        let raw_len = (raw.len() + BLOCK_TRAILER_LEN) as u64;
+        let (contents, codec) = self.compressor.compress(raw);
+        let handle = self.write_block(contents, BlockKind::Data, codec)?;
         self.pending_index = Some(handle);
-        self.props.data_blocks += 1;
-        self.props.data_bytes += handle.size_with_trailer();
+        let props = &mut self.props;
+        props.data_blocks += 1;
+        props.data_bytes += handle.size_with_trailer();
+        props.uncompressed_data_bytes += raw_len;
+        props.compressed_blocks += u64::from(codec != Codec::None);
         Ok(())
     }
 
@@ -290,10 +307,11 @@ impl TableBuilder {
         self.index_block.add(index_key, &encoded);
     }
 
-    /// Appends `contents` and its trailer; returns the block's handle.
-    fn write_block(&mut self, mut contents: Vec<u8>, kind: BlockKind) -> Result<BlockHandle> {
+    /// Appends `contents` (a block of `kind`, stored with `codec`) and its
+    /// trailer; returns the block's handle.
+    fn write_block(&mut self, mut contents: Vec<u8>, kind: BlockKind, codec: Codec) -> Result<BlockHandle> {
         let handle = BlockHandle::new(self.offset, contents.len() as u64);
-        let trailer = block_trailer(&contents, kind);
+        let trailer = block_trailer(&contents, kind, codec);
         contents.extend_from_slice(&trailer);
         self.write(&contents)?;
         Ok(handle)
@@ -402,12 +420,18 @@ pub(crate) mod tests {
     /// lies in page 0; block 1 (bytes 4009..=8017) straddles pages 0 and 1.
     /// Every 10th entry is a tombstone; each key is its own filter key.
     pub(crate) fn write_paged_table(path: &Path) -> Result<TableProperties> {
+        write_paged_table_with(path, Compression::None)
+    }
+
+    /// [`write_paged_table`] with its data blocks compressed by `compression`.
+    pub(crate) fn write_paged_table_with(path: &Path, compression: Compression) -> Result<TableProperties> {
         let options = TableOptions {
             block_size: 4000,
             restart_interval: 1,
             bloom_bits_per_key: 10,
             key_trailer_words: 0,
             tail_copies: false,
+            compression,
         };
         let mut builder = TableBuilder::create(path, options)?;
         for i in 0..120 {
@@ -438,6 +462,9 @@ pub(crate) mod tests {
             distinct_filter_keys: 120,
             key_trailer_words: 0,
             tail_copies: 0,
+            compression: Compression::None,
+            compressed_blocks: 0,
+            uncompressed_data_bytes: 3 * 4009,
             // data 12,027 + filter 156 + properties 43 + 5 + index 65 + footer 72.
             file_size: 12_368,
         };
@@ -566,6 +593,7 @@ pub(crate) mod tests {
             bloom_bits_per_key: 10,
             key_trailer_words: 0,
             tail_copies: false,
+            compression: Compression::None,
         };
         let mut builder = TableBuilder::create(&dir.path().join("t.sst"), options)?;
         assert_eq!(builder.estimated_file_size(), 0);

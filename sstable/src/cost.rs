@@ -15,6 +15,12 @@
 //! *Pages touched* are the distinct 4096-byte pages of the file covered by the
 //! byte ranges read, trailers included: the unit an operating system reads
 //! from disk and caches. A 4 KiB block that starts mid-page spans two.
+//!
+//! A table with compressed blocks reads through the block cache
+//! ([`crate::BlockCache`]): a block found there counts as a data block and a
+//! cache hit, but reads no byte of the file and touches no page; a block not
+//! found counts a miss, its bytes *as stored* (compressed) and their pages,
+//! and the bytes it decompressed to. Raw blocks never go through the cache.
 
 /// The unit of "pages touched": the usual size of an operating-system page.
 pub const PAGE_SIZE: u64 = 4096;
@@ -22,10 +28,19 @@ pub const PAGE_SIZE: u64 = 4096;
 /// What reading from one table file cost one operation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReadCost {
-    /// Data blocks read (a block read twice counts twice).
+    /// Data blocks read, from the file or from the block cache (a block read
+    /// twice counts twice).
     pub data_blocks: u64,
-    /// Bytes of those data blocks, trailers included.
+    /// Bytes of data blocks read from the file as stored (compressed, for a
+    /// compressed block), trailers included; a cache hit reads none.
     pub data_bytes: u64,
+    /// Bytes the compressed blocks read from the file decompressed to.
+    pub decompressed_bytes: u64,
+    /// Data blocks found in the block cache.
+    pub cache_hits: u64,
+    /// Data blocks looked for in the block cache and not found (then read
+    /// from the file).
+    pub cache_misses: u64,
     /// Binary searches of the in-memory index (one per seek).
     pub index_lookups: u64,
     /// Bloom filter consultations.
@@ -91,6 +106,9 @@ impl ReadCost {
     pub fn add(&mut self, other: &ReadCost) {
         self.data_blocks += other.data_blocks;
         self.data_bytes += other.data_bytes;
+        self.decompressed_bytes += other.decompressed_bytes;
+        self.cache_hits += other.cache_hits;
+        self.cache_misses += other.cache_misses;
         self.index_lookups += other.index_lookups;
         self.filter_checks += other.filter_checks;
         self.filter_negatives += other.filter_negatives;
@@ -104,6 +122,12 @@ impl ReadCost {
         self.data_blocks += 1;
         self.data_bytes += len;
         self.record_range(offset, len);
+    }
+
+    /// Records a data block found in the block cache: no byte of the file read.
+    pub(crate) fn record_cache_hit(&mut self) {
+        self.data_blocks += 1;
+        self.cache_hits += 1;
     }
 
     /// Records the pages `offset / 4096 ..= (offset + len - 1) / 4096`.
@@ -195,7 +219,12 @@ mod tests {
         b.index_lookups = 1;
         b.filter_checks = 2;
         b.filter_negatives = 1;
+        b.cache_misses = 1;
+        b.decompressed_bytes = 4000;
+        b.record_cache_hit();
         a.add(&b);
+        assert_eq!((a.cache_hits, a.cache_misses, a.decompressed_bytes), (1, 1, 4000));
+        a.data_blocks -= 1; // the hit
         assert_eq!(a.data_blocks, 2);
         assert_eq!(a.data_bytes, 4296);
         assert_eq!(a.index_lookups, 2);

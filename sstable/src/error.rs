@@ -69,6 +69,10 @@ pub enum Error {
         /// The trailer's length.
         min: u64,
     },
+    /// A [`crate::TableOptions`] value that cannot be used (a Zstandard
+    /// level out of range, say).
+    #[error("invalid table option: {0}")]
+    InvalidOption(String),
 }
 
 /// The crate's result type.

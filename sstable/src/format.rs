@@ -29,16 +29,24 @@ use std::path::Path;
 
 use crate::checksum::block_checksum;
 use crate::coding::{get_fixed32, get_fixed64, get_varint64, put_varint64, varint_len, MAX_VARINT64_LEN};
+use crate::compression::Codec;
 use crate::error::{Error, Result};
 
-/// The format version this build writes and the newest it reads.
+/// The newest format version this build writes and reads.
 ///
 /// * 1: plain blocks.
 /// * 2: data blocks may store a key trailer
 ///   ([`crate::TableOptions::key_trailer_words`], recorded in the properties).
+/// * 3: data blocks may be compressed (the high bits of the trailer's kind
+///   byte say how); the properties record the compression.
 ///
-/// Every version from 1 up is read.
-pub const FORMAT_VERSION: u32 = 2;
+/// Every version from 1 up is read. A table built without compression is
+/// written as version 2 ([`UNCOMPRESSED_FORMAT_VERSION`]), byte for byte what
+/// a build before compression wrote, so such a build still reads it.
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The version of a table built without compression.
+pub const UNCOMPRESSED_FORMAT_VERSION: u32 = 2;
 
 /// The last 8 bytes of every table file: the bytes `cellarSS` read as a
 /// little-endian `u64`.
@@ -144,11 +152,25 @@ impl std::fmt::Display for BlockKind {
     }
 }
 
-/// The 5-byte trailer written after `contents`: kind, then masked CRC-32 LE.
-pub fn block_trailer(contents: &[u8], kind: BlockKind) -> [u8; BLOCK_TRAILER_LEN] {
-    let crc = block_checksum(contents, kind.as_u8()).to_le_bytes();
+/// The trailer's kind byte: the block's kind in the low four bits, the codec
+/// it is stored with in the high four (0, raw, in every table before version 3,
+/// so the byte of an uncompressed block is just its kind).
+pub fn kind_byte(kind: BlockKind, codec: Codec) -> u8 {
+    kind.as_u8() | codec.as_u8() << 4
+}
+
+/// The kind and codec bits of a trailer's kind byte (either may be unknown).
+pub fn split_kind_byte(byte: u8) -> (u8, u8) {
+    (byte & 0x0f, byte >> 4)
+}
+
+/// The 5-byte trailer written after `contents` (a block of `kind` stored with
+/// `codec`): kind byte, then masked CRC-32 LE of the contents and that byte.
+pub fn block_trailer(contents: &[u8], kind: BlockKind, codec: Codec) -> [u8; BLOCK_TRAILER_LEN] {
+    let byte = kind_byte(kind, codec);
+    let crc = block_checksum(contents, byte).to_le_bytes();
     let [c0, c1, c2, c3] = crc;
-    [kind.as_u8(), c0, c1, c2, c3]
+    [byte, c0, c1, c2, c3]
 }
 
 /// The fixed-size record at the end of every table file.
@@ -222,9 +244,12 @@ impl Footer {
             let decoded = BlockHandle::decode(slot);
             // Canonical varints followed by zeros only: with no checksum on the
             // footer, this is what makes every flipped bit in it detectable.
+            // A handle of size 0 (a table without a filter) is all zeros: its
+            // offset is 0 too, so a flipped bit cannot make a filter vanish.
             let canonical = |h: &BlockHandle, used: usize| {
                 used == varint_len(h.offset) + varint_len(h.size)
                     && slot.get(used..).is_some_and(|pad| pad.iter().all(|&b| b == 0))
+                    && (h.size > 0 || h.offset == 0)
             };
             match decoded {
                 Some((h, used)) if canonical(&h, used) => *handle = h,
@@ -289,9 +314,20 @@ mod tests {
 
     #[test]
     fn trailer_is_kind_then_masked_crc() {
-        let trailer = block_trailer(b"abc", BlockKind::Index);
+        let trailer = block_trailer(b"abc", BlockKind::Index, Codec::None);
         assert_eq!(trailer[0], 2);
         assert_eq!(get_fixed32(&trailer, 1), Some(block_checksum(b"abc", 2)));
+    }
+
+    #[test]
+    fn the_kind_byte_of_a_compressed_block_carries_its_codec_in_the_high_bits() {
+        assert_eq!(kind_byte(BlockKind::Data, Codec::None), 0x01);
+        assert_eq!(kind_byte(BlockKind::Data, Codec::Lz4), 0x11);
+        assert_eq!(kind_byte(BlockKind::Data, Codec::Zstd), 0x21);
+        assert_eq!(split_kind_byte(0x21), (1, 2));
+        let trailer = block_trailer(b"abc", BlockKind::Data, Codec::Lz4);
+        assert_eq!(trailer[0], 0x11);
+        assert_eq!(get_fixed32(&trailer, 1), Some(block_checksum(b"abc", 0x11)));
     }
 
     #[test]
@@ -340,6 +376,28 @@ mod tests {
             Footer::decode(&bytes, Path::new("t.sst"), 0),
             Err(Error::Corruption { offset: 20, .. })
         ));
+    }
+
+    #[test]
+    fn an_empty_handle_with_an_offset_is_corruption() {
+        // A bit flipped into a varint's continuation bit can leave a handle of
+        // size 0, which would otherwise read as "no filter".
+        let footer = Footer {
+            filter: BlockHandle::new(1629, 0),
+            ..sample()
+        };
+        assert!(matches!(
+            Footer::decode(&footer.encode(), Path::new("t.sst"), 0),
+            Err(Error::Corruption { offset: 0, .. })
+        ));
+        let footer = Footer {
+            filter: BlockHandle::default(),
+            ..sample()
+        };
+        assert_eq!(
+            Footer::decode(&footer.encode(), Path::new("t.sst"), 0).ok(),
+            Some(footer)
+        );
     }
 
     #[test]

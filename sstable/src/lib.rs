@@ -21,8 +21,12 @@
 //!   block -> [`BlockHandle`]) and a [`Footer`].
 //! - [`Table`] maps a file, keeps its index and filter in memory, and hands
 //!   out a [`TableIter`] that seeks with one index search and one data block.
+//! - A table may store its data blocks compressed, each on its own
+//!   ([`Compression`]: LZ4 or Zstandard, kept only when it saves 1/8); a
+//!   [`BlockCache`] shared by a store's tables keeps decompressed blocks.
 //! - Every data block read goes through one function, which records it in a
-//!   per-operation [`ReadCost`]: blocks, bytes and distinct pages touched.
+//!   per-operation [`ReadCost`]: blocks, bytes and distinct pages touched,
+//!   bytes decompressed, block cache hits and misses.
 //! - Damage is reported as [`Error::Corruption`] with the file and offset;
 //!   nothing panics on bad bytes.
 //! - Every file-system call that matters for durability (create, fsync,
@@ -57,8 +61,10 @@
 mod block;
 mod bloom;
 mod builder;
+mod cache;
 mod checksum;
 mod coding;
+mod compression;
 mod cost;
 mod error;
 mod format;
@@ -68,8 +74,13 @@ mod table;
 pub use block::{Block, BlockBuilder, BlockIter, KeyEncoding, MAX_TRAILER_WORDS};
 pub use bloom::{expected_false_positive_rate, filter_hash, probes_for, BloomFilter, BloomFilterBuilder};
 pub use builder::{TableBuilder, TableOptions, MAX_KEY_LEN, MAX_VALUE_LEN};
+pub use cache::BlockCache;
+pub use compression::{Codec, Compression, ZSTD_LEVELS};
 pub use cost::{ReadCost, PAGE_SIZE};
 pub use error::{Error, Result};
-pub use format::{BlockHandle, BlockKind, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
+pub use format::{
+    kind_byte, BlockHandle, BlockKind, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC,
+    UNCOMPRESSED_FORMAT_VERSION,
+};
 pub use properties::TableProperties;
 pub use table::{BlockInfo, Table, TableIter, VerifyReport};

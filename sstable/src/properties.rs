@@ -15,7 +15,19 @@
 //! ```
 //!
 //! Format version 1 had neither `key_trailer_words` nor `tail_copies` (its
-//! blocks are plain: both 0).
+//! blocks are plain: both 0). Version 3 (a table built with compression)
+//! adds four counters after `tail_copies`:
+//!
+//! ```text
+//!            | compression | compression_level | compressed_blocks | uncompressed_data_bytes
+//! ```
+//!
+//! `compression` is the codec the table's builder used (0 none, 1 LZ4,
+//! 2 Zstandard) and `compression_level` its level (Zstandard's; 0 otherwise);
+//! `compressed_blocks` counts the data blocks stored compressed (the others
+//! saved less than 1/8 and are raw) and `uncompressed_data_bytes` is what
+//! `data_bytes` would be with every block raw. A table of version 1 or 2
+//! has no compression: read as 0, 0, 0 and `data_bytes`.
 //!
 //! `file_size` is fixed-width because the block stores the size of the file
 //! that contains it: with a fixed width the builder knows the block's own size
@@ -24,10 +36,21 @@
 use std::path::Path;
 
 use crate::coding::{get_fixed64, get_varint64, put_varint64};
+use crate::compression::Compression;
 use crate::error::{Error, Result};
+use crate::format::{FORMAT_VERSION, UNCOMPRESSED_FORMAT_VERSION};
 
-/// Number of varint counters at the start of the block.
-const COUNTERS: usize = 12;
+/// Number of varint counters at the start of the block (version 3).
+const COUNTERS: usize = 16;
+
+/// The counters of each format version (1, 2, 3).
+fn counters_in(version: u32) -> usize {
+    match version {
+        1 => 10,
+        2 => 12,
+        _ => COUNTERS,
+    }
+}
 
 /// Counts and sizes of one table file.
 ///
@@ -65,15 +88,32 @@ pub struct TableProperties {
     /// 1 if data block entries may copy an earlier key's tail
     /// ([`crate::TableOptions::tail_copies`]), else 0.
     pub tail_copies: u64,
+    /// How the data blocks were compressed (the builder's option; each block
+    /// may still be stored raw, see `compressed_blocks`).
+    pub compression: Compression,
+    /// Data blocks stored compressed.
+    pub compressed_blocks: u64,
+    /// `data_bytes` as it would be with every block stored raw (trailers
+    /// included); equal to `data_bytes` in a table without compression.
+    pub uncompressed_data_bytes: u64,
     /// Size of the whole file in bytes.
     pub file_size: u64,
 }
 
 impl TableProperties {
-    /// The properties block's contents.
+    /// The format version of a table with these properties: 3 with
+    /// compression, else 2 (see [`crate::FORMAT_VERSION`]).
+    pub fn format_version(&self) -> u32 {
+        match self.compression {
+            Compression::None => UNCOMPRESSED_FORMAT_VERSION,
+            _ => FORMAT_VERSION,
+        }
+    }
+
+    /// The properties block's contents, in [`format_version`](Self::format_version).
     pub fn encode(&self) -> Vec<u8> {
         let mut buf = Vec::new();
-        for value in self.counters() {
+        for value in self.counters().into_iter().take(counters_in(self.format_version())) {
             put_varint64(&mut buf, value);
         }
         for key in [&self.first_key, &self.last_key] {
@@ -94,8 +134,12 @@ impl TableProperties {
             what: format!("bad properties block: {what}"),
         };
         let mut counters = [0u64; COUNTERS];
-        let stored = if version < 2 { COUNTERS - 2 } else { COUNTERS };
-        for counter in counters.iter_mut().take(stored) {
+        // Where the compression counter is (or would be), for an error about it.
+        let mut compression_at = 0;
+        for (i, counter) in counters.iter_mut().take(counters_in(version)).enumerate() {
+            if i == 12 {
+                compression_at = reader.at;
+            }
             *counter = reader.varint().ok_or_else(|| bad(reader.at, "counter"))?;
         }
         let first_key = reader.key().ok_or_else(|| bad(reader.at, "first key"))?;
@@ -104,8 +148,19 @@ impl TableProperties {
         if reader.at + 8 != bytes.len() {
             return Err(bad(reader.at + 8, "trailing bytes"));
         }
-        let [entries, tombstones, data_blocks, data_bytes, index_bytes, filter_bytes, raw_key_bytes, raw_value_bytes, stored_key_bytes, distinct_filter_keys, key_trailer_words, tail_copies] =
+        let [entries, tombstones, data_blocks, data_bytes, index_bytes, filter_bytes, raw_key_bytes, raw_value_bytes, stored_key_bytes, distinct_filter_keys, key_trailer_words, tail_copies, codec, level, compressed_blocks, uncompressed_data_bytes] =
             counters;
+        let compression = u8::try_from(codec)
+            .ok()
+            .and_then(|codec| Compression::from_parts(codec, level))
+            .ok_or_else(|| bad(compression_at, &format!("unknown compression {codec} level {level}")))?;
+        if version >= 3 && compression == Compression::None {
+            return Err(bad(compression_at, "a version 3 table without compression"));
+        }
+        let uncompressed_data_bytes = match version {
+            1 | 2 => data_bytes,
+            _ => uncompressed_data_bytes,
+        };
         Ok(TableProperties {
             entries,
             tombstones,
@@ -121,6 +176,9 @@ impl TableProperties {
             distinct_filter_keys,
             key_trailer_words,
             tail_copies,
+            compression,
+            compressed_blocks,
+            uncompressed_data_bytes,
             file_size,
         })
     }
@@ -140,6 +198,10 @@ impl TableProperties {
             self.distinct_filter_keys,
             self.key_trailer_words,
             self.tail_copies,
+            u64::from(self.compression.codec().as_u8()),
+            self.compression.level().unsigned_abs().into(),
+            self.compressed_blocks,
+            self.uncompressed_data_bytes,
         ]
     }
 }
@@ -172,7 +234,6 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::FORMAT_VERSION;
 
     fn sample() -> TableProperties {
         TableProperties {
@@ -190,7 +251,19 @@ mod tests {
             distinct_filter_keys: 3,
             key_trailer_words: 2,
             tail_copies: 1,
+            compression: Compression::None,
+            compressed_blocks: 0,
+            uncompressed_data_bytes: 300,
             file_size: 460,
+        }
+    }
+
+    fn compressed_sample() -> TableProperties {
+        TableProperties {
+            compression: Compression::Zstd { level: 3 },
+            compressed_blocks: 1,
+            uncompressed_data_bytes: 700,
+            ..sample()
         }
     }
 
@@ -199,11 +272,36 @@ mod tests {
         let bytes = sample().encode();
         // 12 counters (300 and 200 take 2 bytes each) + 1 + 5 + 1 + 6 + 8.
         assert_eq!(bytes.len(), 14 + 6 + 7 + 8);
+        assert_eq!(sample().format_version(), 2);
+        assert_eq!(TableProperties::decode(&bytes, 2, Path::new("t.sst"), 0)?, sample());
+        Ok(())
+    }
+
+    #[test]
+    fn compressed_properties_add_four_counters_in_version_3() -> Result<()> {
+        let bytes = compressed_sample().encode();
+        assert_eq!(compressed_sample().format_version(), 3);
+        // The version-2 bytes with 2, 3, 1 and 700 (2 bytes) after the twelfth counter.
+        let v2 = sample().encode();
+        let mut expected = v2[..14].to_vec();
+        expected.extend_from_slice(&[2, 3, 1, 0xbc, 0x05]);
+        expected.extend_from_slice(&v2[14..]);
+        assert_eq!(bytes, expected);
         assert_eq!(
             TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 0)?,
-            sample()
+            compressed_sample()
         );
         Ok(())
+    }
+
+    #[test]
+    fn an_unknown_compression_is_corruption_at_its_counter() {
+        let mut bytes = compressed_sample().encode();
+        bytes[14] = 9; // codec 9
+        assert!(matches!(
+            TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 100),
+            Err(Error::Corruption { offset: 114, .. })
+        ));
     }
 
     #[test]
@@ -211,7 +309,7 @@ mod tests {
         let empty = TableProperties::default();
         assert_eq!(empty.encode().len(), 12 + 2 + 8);
         assert_eq!(
-            TableProperties::decode(&empty.encode(), FORMAT_VERSION, Path::new("t.sst"), 0)?,
+            TableProperties::decode(&empty.encode(), 2, Path::new("t.sst"), 0)?,
             empty
         );
         Ok(())
@@ -219,7 +317,7 @@ mod tests {
 
     #[test]
     fn truncated_properties_are_corruption() {
-        let bytes = sample().encode();
+        let bytes = compressed_sample().encode();
         for len in 0..bytes.len() {
             let result = TableProperties::decode(&bytes[..len], FORMAT_VERSION, Path::new("t.sst"), 100);
             assert!(matches!(result, Err(Error::Corruption { .. })), "length {len}");
@@ -231,7 +329,7 @@ mod tests {
         let mut bytes = sample().encode();
         bytes.push(0);
         assert!(matches!(
-            TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 100),
+            TableProperties::decode(&bytes, 2, Path::new("t.sst"), 100),
             Err(Error::Corruption { offset: 135, .. })
         ));
     }
@@ -242,7 +340,7 @@ mod tests {
         let mut bytes = vec![0u8; 12];
         bytes.extend_from_slice(&[0xe8, 0x07]);
         assert!(matches!(
-            TableProperties::decode(&bytes, FORMAT_VERSION, Path::new("t.sst"), 0),
+            TableProperties::decode(&bytes, 2, Path::new("t.sst"), 0),
             Err(Error::Corruption { offset: 12, .. })
         ));
     }
