@@ -2,11 +2,17 @@
 //!
 //! A store's options say how it writes its log; a family's options say how its
 //! data is kept: how many versions, for how long, in which block size, with how
-//! big a bloom filter, when its memtable is flushed and when its files are
-//! compacted. Family options are recorded in the manifest, so a store reopens
-//! with the options its families were created with unless new ones are given.
+//! big a bloom filter, how its blocks are compressed, when its memtable is
+//! flushed and when its files are compacted. Family options are recorded in
+//! the manifest, so a store reopens with the options its families were created
+//! with unless new ones are given. A family's options decide how its *new*
+//! tables are written; each table records in its own properties how it was
+//! written (its block size, its compression), so a family whose options change
+//! still reads its older tables.
 
 use std::time::Duration;
+
+pub use cellar_sstable::Compression;
 
 use crate::error::{Error, Result};
 
@@ -74,6 +80,12 @@ pub struct StoreOptions {
     pub max_immutable_memtables: usize,
     /// Families declared at open: created if missing, options updated if present.
     pub families: Vec<(String, FamilyOptions)>,
+    /// Bytes of decompressed data blocks kept in memory for the families that
+    /// compress their tables, all families sharing it (default 32 MiB, as
+    /// RocksDB's and fjall's block caches; 0 keeps none, so every read of a
+    /// compressed block decompresses it). Raw blocks are never in it: they are
+    /// read from the mapped file, and the OS page cache keeps their pages.
+    pub block_cache_bytes: u64,
     /// On open, keep the log records before a damaged one and drop the rest,
     /// instead of refusing to open (default false: a damaged record in the
     /// middle of the log is an error, since records after it were acknowledged).
@@ -89,6 +101,7 @@ impl Default for StoreOptions {
             max_immutable_memtables: 2,
             families: Vec::new(),
             salvage_log: false,
+            block_cache_bytes: 32 << 20,
         }
     }
 }
@@ -114,6 +127,12 @@ impl StoreOptions {
     /// Sets whether a missing store is created.
     pub fn create_if_missing(mut self, create: bool) -> Self {
         self.create_if_missing = create;
+        self
+    }
+
+    /// Sets the size of the block cache of decompressed blocks.
+    pub fn block_cache_bytes(mut self, bytes: u64) -> Self {
+        self.block_cache_bytes = bytes;
         self
     }
 }
@@ -149,6 +168,11 @@ pub struct FamilyOptions {
     /// names shrink the most (the layout lesson's circulation family by a
     /// third), at the price of about 15% of scan and point-read speed.
     pub tail_copies: bool,
+    /// How new tables compress their data blocks, each on its own (default
+    /// none): HBase's per-family `COMPRESSION`. A block is stored compressed
+    /// only when that saves at least 1/8 of it. Decompressed blocks are kept
+    /// in the store's block cache ([`StoreOptions::block_cache_bytes`]).
+    pub compression: Compression,
 }
 
 impl Default for FamilyOptions {
@@ -164,6 +188,7 @@ impl Default for FamilyOptions {
             target_file_bytes: 64 << 20,
             target_file_entries: None,
             tail_copies: false,
+            compression: Compression::None,
         }
     }
 }
@@ -172,6 +197,12 @@ impl FamilyOptions {
     /// Sets `tail_copies`.
     pub fn tail_copies(mut self, on: bool) -> Self {
         self.tail_copies = on;
+        self
+    }
+
+    /// Sets how new tables compress their data blocks.
+    pub fn compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
         self
     }
 
@@ -246,13 +277,21 @@ impl FamilyOptions {
         if self.target_file_bytes == 0 || self.target_file_entries == Some(0) {
             return Err(Error::InvalidArgument("target file size must be positive".into()));
         }
+        self.compression.check().map_err(Error::InvalidArgument)?;
         Ok(())
     }
 
     /// Encodes the options for the manifest: a version byte, then fixed fields
-    /// (version 2 added `tail_copies`, one byte at the end).
+    /// (version 2 added `tail_copies`, one byte at the end; version 3 the
+    /// compression: its codec byte, 0 none, 1 LZ4, 2 Zstandard, and its level,
+    /// `i32` LE). Options without compression are still written as version 2,
+    /// so a build before compression reads the manifest of a store that uses none.
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut out = vec![2u8];
+        let version = match self.compression {
+            Compression::None => 2u8,
+            _ => 3,
+        };
+        let mut out = vec![version];
         out.extend_from_slice(&self.max_versions.to_le_bytes());
         out.extend_from_slice(&self.ttl.map_or(u64::MAX, |t| t.as_millis() as u64).to_le_bytes());
         out.extend_from_slice(&(self.block_size as u64).to_le_bytes());
@@ -263,6 +302,10 @@ impl FamilyOptions {
         out.extend_from_slice(&self.target_file_bytes.to_le_bytes());
         out.extend_from_slice(&self.target_file_entries.unwrap_or(u64::MAX).to_le_bytes());
         out.push(u8::from(self.tail_copies));
+        if version >= 3 {
+            out.push(self.compression.codec().as_u8());
+            out.extend_from_slice(&self.compression.level().to_le_bytes());
+        }
         out
     }
 
@@ -270,7 +313,7 @@ impl FamilyOptions {
     pub(crate) fn decode(bytes: &[u8]) -> Option<FamilyOptions> {
         let mut r = Reader { bytes, at: 0 };
         let [version] = r.take::<1>()?;
-        if version != 1 && version != 2 {
+        if !(1..=3).contains(&version) {
             return None;
         }
         let max_versions = u32::from_le_bytes(r.take()?);
@@ -290,6 +333,17 @@ impl FamilyOptions {
                 _ => return None,
             },
         };
+        let compression = match version {
+            1 | 2 => Compression::None,
+            _ => {
+                let [codec] = r.take::<1>()?;
+                let level = i32::from_le_bytes(r.take()?);
+                Compression::from_parts(codec, u64::try_from(level).ok()?).filter(|c| *c != Compression::None)?
+            }
+        };
+        if r.at != bytes.len() {
+            return None;
+        }
         let options = FamilyOptions {
             max_versions,
             ttl: (ttl != u64::MAX).then(|| Duration::from_millis(ttl)),
@@ -301,6 +355,7 @@ impl FamilyOptions {
             target_file_bytes,
             target_file_entries: (target_file_entries != u64::MAX).then_some(target_file_entries),
             tail_copies,
+            compression,
         };
         options.validate().ok()?;
         Some(options)
@@ -364,6 +419,45 @@ mod tests {
             Some(FamilyOptions::default())
         );
         assert_eq!(FamilyOptions::decode(&[1, 2, 3]), None);
+    }
+
+    #[test]
+    fn compression_is_recorded_in_version_3_and_none_stays_version_2() {
+        let plain = FamilyOptions::default();
+        assert_eq!(plain.encode()[0], 2);
+        for compression in [Compression::Lz4, Compression::Zstd { level: 19 }] {
+            let options = FamilyOptions::default().tail_copies(true).compression(compression);
+            let bytes = options.encode();
+            assert_eq!(bytes[0], 3);
+            // Version 2's bytes, then the codec byte and the level.
+            let mut expected = plain.clone().tail_copies(true).encode();
+            expected[0] = 3;
+            expected.push(compression.codec().as_u8());
+            expected.extend_from_slice(&compression.level().to_le_bytes());
+            assert_eq!(bytes, expected);
+            assert_eq!(FamilyOptions::decode(&bytes), Some(options));
+        }
+        // A codec this build does not know, a level out of range, a version 3
+        // record that says "none", trailing bytes: not options.
+        let mut bad = FamilyOptions::default().compression(Compression::Lz4).encode();
+        let codec_at = bad.len() - 5;
+        bad[codec_at] = 7;
+        assert_eq!(FamilyOptions::decode(&bad), None);
+        bad[codec_at] = 0;
+        assert_eq!(FamilyOptions::decode(&bad), None);
+        let mut bad = FamilyOptions::default()
+            .compression(Compression::Zstd { level: 3 })
+            .encode();
+        let level_at = bad.len() - 4;
+        bad[level_at] = 40;
+        assert_eq!(FamilyOptions::decode(&bad), None);
+        let mut long = FamilyOptions::default().compression(Compression::Lz4).encode();
+        long.push(0);
+        assert_eq!(FamilyOptions::decode(&long), None);
+        assert!(FamilyOptions::default()
+            .compression(Compression::Zstd { level: 0 })
+            .validate()
+            .is_err());
     }
 
     #[test]

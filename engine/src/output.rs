@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cellar_sstable::{Table, TableBuilder, TableOptions};
+use cellar_sstable::{BlockCache, Table, TableBuilder, TableOptions};
 
 use crate::error::{Error, Result};
 use crate::files::{pending_path, table_path};
@@ -45,15 +45,16 @@ impl PendingTable {
         pending_path(&self.dir, self.meta.file_id)
     }
 
-    /// Gives the file its final name and opens it. Call only once the
+    /// Gives the file its final name and opens it, its decompressed blocks
+    /// kept in `cache`. Call only once the
     /// manifest record that lists it is durable: the final name promises
     /// that. The rename is not fsynced: if a power cut undoes it, the next
     /// open finds the pending file listed and renames it again.
-    pub(crate) fn publish(self) -> Result<TableFile> {
+    pub(crate) fn publish(self, cache: &BlockCache) -> Result<TableFile> {
         let pending = self.path();
         let path = table_path(&self.dir, self.meta.file_id);
         cellar_fs::rename(&pending, &path).map_err(|e| Error::io(&pending, e))?;
-        let table = Table::open(&path)?;
+        let table = Table::open_with_cache(&path, cache)?;
         Ok(TableFile::new(self.meta, table, path))
     }
 
@@ -120,6 +121,8 @@ impl<'a> TableOutput<'a> {
                 key_trailer_words: key::SUFFIX_LEN / 8,
                 // Column names repeating from row to row, copied (if the family asks).
                 tail_copies: self.options.tail_copies,
+                // Each data block compressed on its own, if the family asks.
+                compression: self.options.compression,
                 ..TableOptions::default()
             };
             let builder = TableBuilder::create(&path, table_options)?;

@@ -41,8 +41,16 @@ pub struct TableInfo {
     pub tombstones: u64,
     /// Data blocks.
     pub data_blocks: u64,
-    /// Bytes of all data blocks, block trailers and restart arrays included.
+    /// Bytes of all data blocks as stored (compressed, for compressed
+    /// blocks), block trailers and restart arrays included.
     pub data_bytes: u64,
+    /// How the table's data blocks were compressed (its own record, whatever
+    /// the family's option says now).
+    pub compression: crate::Compression,
+    /// Data blocks stored compressed (the others saved less than 1/8).
+    pub compressed_blocks: u64,
+    /// `data_bytes` as it would be with every block stored raw.
+    pub uncompressed_data_bytes: u64,
     /// Bytes of the index block.
     pub index_bytes: u64,
     /// Bytes of the bloom filter block (0 without a filter).
@@ -257,6 +265,9 @@ pub(crate) fn tables(v: &Version) -> Vec<TableInfo> {
                 tombstones: t.meta.tombstones,
                 data_blocks: t.table.properties().data_blocks,
                 data_bytes: t.table.properties().data_bytes,
+                compression: t.table.properties().compression,
+                compressed_blocks: t.table.properties().compressed_blocks,
+                uncompressed_data_bytes: t.table.properties().uncompressed_data_bytes,
                 index_bytes: t.table.properties().index_bytes,
                 filter_bytes: t.table.properties().filter_bytes,
                 raw_key_bytes: t.table.properties().raw_key_bytes,

@@ -16,6 +16,12 @@
 //!   those blocks cover. Index and filter blocks are read once when a table is
 //!   opened and kept in memory (like LevelDB's table cache), so they cost a read
 //!   no pages; their use is counted as index lookups and filter checks.
+//! * **compressed blocks**: a family that compresses its tables reads their
+//!   data blocks through the store's block cache. A block found there counts
+//!   as a data block and a *cache hit*, and reads no byte and no page of the
+//!   file; a *cache miss* reads the block as stored (its compressed bytes are
+//!   the data bytes, their pages the pages touched) and counts the bytes it
+//!   *decompressed* to. Raw blocks never go through the cache.
 //! * **entries examined**: entries the sources produced inside the requested key
 //!   range, including shadowed versions and tombstones (an entry decoded only to
 //!   learn that a range has ended is not counted).
@@ -59,12 +65,19 @@ pub struct SourceTrace {
     pub settled: Settled,
     /// Entries it produced for the read.
     pub entries_examined: u64,
-    /// Data blocks read from the file.
+    /// Data blocks read, from the file or from the block cache.
     pub data_blocks: u64,
-    /// Bytes of data blocks read (trailers included).
+    /// Bytes of data blocks read from the file as stored (compressed, for a
+    /// compressed block), trailers included.
     pub data_bytes: u64,
     /// Distinct 4096-byte pages of the file touched.
     pub pages_touched: u64,
+    /// Bytes the compressed blocks read from the file decompressed to.
+    pub decompressed_bytes: u64,
+    /// Data blocks found decompressed in the block cache.
+    pub cache_hits: u64,
+    /// Data blocks looked for in the block cache and read from the file.
+    pub cache_misses: u64,
     /// Searches of the file's in-memory index.
     pub index_lookups: u64,
     /// Bloom filter probes.
@@ -82,6 +95,9 @@ impl SourceTrace {
             data_blocks: 0,
             data_bytes: 0,
             pages_touched: 0,
+            decompressed_bytes: 0,
+            cache_hits: 0,
+            cache_misses: 0,
             index_lookups: 0,
             filter_checks: 0,
             filter_negatives: 0,
@@ -92,6 +108,9 @@ impl SourceTrace {
         self.data_blocks = cost.data_blocks;
         self.data_bytes = cost.data_bytes;
         self.pages_touched = cost.pages_touched();
+        self.decompressed_bytes = cost.decompressed_bytes;
+        self.cache_hits = cost.cache_hits;
+        self.cache_misses = cost.cache_misses;
         self.index_lookups = cost.index_lookups;
         self.filter_checks = cost.filter_checks;
         self.filter_negatives = cost.filter_negatives;
@@ -142,6 +161,18 @@ impl Trace {
     /// Distinct pages touched, summed over files.
     pub fn pages_touched(&self) -> u64 {
         self.sum(|s| s.pages_touched)
+    }
+    /// Bytes decompressed.
+    pub fn decompressed_bytes(&self) -> u64 {
+        self.sum(|s| s.decompressed_bytes)
+    }
+    /// Data blocks found in the block cache.
+    pub fn cache_hits(&self) -> u64 {
+        self.sum(|s| s.cache_hits)
+    }
+    /// Data blocks looked for in the block cache and not found.
+    pub fn cache_misses(&self) -> u64 {
+        self.sum(|s| s.cache_misses)
     }
     /// Index lookups.
     pub fn index_lookups(&self) -> u64 {

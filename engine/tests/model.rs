@@ -29,7 +29,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Display;
 
-use cellar_engine::{Cell, ColumnRange, FamilyOptions, Row, RowRange, Snapshot, Store, StoreOptions, WriteBatch};
+use cellar_engine::{
+    Cell, ColumnRange, Compression, FamilyOptions, Row, RowRange, Snapshot, Store, StoreOptions, WriteBatch,
+};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -49,8 +51,10 @@ const CLOCK_FLOOR: u64 = 1_000_000;
 /// Family written by the batch clock probe; never checked.
 const CLOCK_FAMILY: &str = "clock";
 
-/// The second family also stores repeated column names as tail copies. The
-/// third keeps 3 versions in memtables of 40 entries that are compacted only
+/// The second family also stores repeated column names as tail copies and
+/// compresses its blocks with LZ4; the third compresses them with Zstandard,
+/// through a block cache of a few blocks, so blocks are evicted and read
+/// again. The third keeps 3 versions in memtables of 40 entries that are compacted only
 /// on request: versions pile up in one memtable (a flush drops the ones no
 /// reader needs) and across files (a read steps over them, then seeks). The
 /// fourth keeps cells for an hour.
@@ -61,7 +65,12 @@ fn family_options(index: usize) -> FamilyOptions {
         .compaction_trigger(2)
         .target_file_entries(8)
         .block_size(128)
-        .tail_copies(index == 1);
+        .tail_copies(index == 1)
+        .compression(match index {
+            1 => Compression::Lz4,
+            2 => Compression::Zstd { level: 1 },
+            _ => Compression::None,
+        });
     match index {
         2 => options.memtable_max_entries(40).compaction_trigger(0),
         _ if TTL[index] => options.ttl(std::time::Duration::from_secs(3600)),
@@ -71,6 +80,7 @@ fn family_options(index: usize) -> FamilyOptions {
 
 fn store_options() -> StoreOptions {
     StoreOptions::default()
+        .block_cache_bytes(1024)
         .family_with(FAMILIES[0], family_options(0))
         .family_with(FAMILIES[1], family_options(1))
         .family_with(FAMILIES[2], family_options(2))

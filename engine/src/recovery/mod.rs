@@ -45,6 +45,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cellar_fs as fs;
+use cellar_sstable::BlockCache;
 
 pub(crate) use repair::repair;
 pub use repair::{LostFile, RepairReport, RepairedFamily, SkippedLog};
@@ -77,6 +78,8 @@ pub(crate) struct Recovered {
     pub(crate) next_file: u64,
     /// The fresh log segment new writes go to.
     pub(crate) log: LogWriter,
+    /// The cache of decompressed blocks every table was opened with.
+    pub(crate) block_cache: BlockCache,
 }
 
 /// Opens the store in `dir` (see the module's steps).
@@ -89,7 +92,8 @@ pub(crate) fn open(dir: &Path, options: &StoreOptions) -> Result<Recovered> {
     let mut edits = declare_families(&state, options);
     state.apply_all(&edits)?;
     let next_file = AtomicU64::new(state.next_file_number.max(FIRST_MANIFEST + 1));
-    let found = tables::open_families(dir, &state, &manifest)?;
+    let block_cache = BlockCache::new(options.block_cache_bytes);
+    let found = tables::open_families(dir, &state, &manifest, &block_cache)?;
     let replayed = replay::replay_logs(dir, &state, options.salvage_log)?;
     // A rotation takes a log number before the manifest records it (the next
     // file number is recorded with the next flush), so never hand one out again.
@@ -110,7 +114,7 @@ pub(crate) fn open(dir: &Path, options: &StoreOptions) -> Result<Recovered> {
     }
     edits.push(Edit::LastSequence(replayed.last_seq));
     edits.push(Edit::NextFileNumber(next_file.load(Ordering::SeqCst)));
-    record(&mut manifest, &edits, &next_file, pending, &mut families)?;
+    record(&mut manifest, &edits, &next_file, pending, &mut families, &block_cache)?;
     remove_obsolete(dir, &manifest, &found.leftovers, &replayed, log.number())?;
 
     let version = Version {
@@ -124,6 +128,7 @@ pub(crate) fn open(dir: &Path, options: &StoreOptions) -> Result<Recovered> {
         last_seq: replayed.last_seq,
         next_file: next_file.load(Ordering::SeqCst),
         log,
+        block_cache,
     })
 }
 
@@ -298,10 +303,11 @@ fn record(
     next_file: &AtomicU64,
     pending: Vec<(u32, PendingTable)>,
     families: &mut BTreeMap<u32, FamilyVersion>,
+    cache: &BlockCache,
 ) -> Result<()> {
     manifest.log_and_apply(edits, next_file)?;
     for (id, table) in pending {
-        let file = table.publish()?;
+        let file = table.publish(cache)?;
         if let Some(fam) = families.get_mut(&id) {
             fam.tables.push(Arc::new(file));
         }

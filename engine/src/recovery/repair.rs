@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use cellar_sstable::Table;
+use cellar_sstable::{BlockCache, Table};
 
 use super::lock_store;
 use crate::batch;
@@ -366,17 +366,19 @@ impl Repair {
         Ok(())
     }
 
-    /// The new manifest is live: every table it lists gets its final name.
+    /// The new manifest is live: every table it lists gets its final name
+    /// (opened only to check it: no store reads it here, so no block cache).
     fn publish(&self, new_tables: Vec<(u32, PendingTable)>) -> Result<()> {
+        let no_cache = BlockCache::new(0);
         for family in self.families.values() {
             for (meta, pending) in &family.tables {
                 if *pending {
-                    PendingTable::found(meta.clone(), &family.dir).publish()?;
+                    PendingTable::found(meta.clone(), &family.dir).publish(&no_cache)?;
                 }
             }
         }
         for (_, table) in new_tables {
-            table.publish()?;
+            table.publish(&no_cache)?;
         }
         Ok(())
     }

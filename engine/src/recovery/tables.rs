@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cellar_sstable::Table;
+use cellar_sstable::{BlockCache, Table};
 
 use crate::error::{Error, Result};
 use crate::files::{self, pending_path, table_path, TableName};
@@ -49,14 +49,19 @@ pub(super) struct Found {
 }
 
 /// Opens every family's listed table files and sorts out the rest.
-pub(super) fn open_families(dir: &Path, state: &ManifestState, manifest: &Manifest) -> Result<Found> {
+pub(super) fn open_families(
+    dir: &Path,
+    state: &ManifestState,
+    manifest: &Manifest,
+    cache: &BlockCache,
+) -> Result<Found> {
     let mut found = Found {
         families: BTreeMap::new(),
         roll_forward: Vec::new(),
         leftovers: Vec::new(),
     };
     for family in state.families.values() {
-        let version = open_family(dir, family, state.next_file_number, manifest, &mut found)?;
+        let version = open_family(dir, family, state.next_file_number, manifest, cache, &mut found)?;
         found.families.insert(family.id, version);
     }
     check_unknown_folders(dir, state, manifest)?;
@@ -69,6 +74,7 @@ fn open_family(
     family: &FamilyState,
     next_file_number: u64,
     manifest: &Manifest,
+    cache: &BlockCache,
     found: &mut Found,
 ) -> Result<FamilyVersion> {
     let options = FamilyOptions::decode(&family.options).ok_or_else(|| {
@@ -116,7 +122,7 @@ fn open_family(
     for meta in &family.tables {
         let path = table_path(&family_dir, meta.file_id);
         if path.exists() {
-            let table = Table::open(&path)?;
+            let table = Table::open_with_cache(&path, cache)?;
             tables.push(Arc::new(TableFile::new(meta.clone(), table, path)));
             continue;
         }

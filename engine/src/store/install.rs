@@ -88,7 +88,10 @@ impl Inner {
             // A failure here leaves the remaining files pending but listed:
             // the next open gives them their names. The store stops (the
             // caller's error), and its old version stays consistent.
-            published.entry(family).or_default().push(Arc::new(table.publish()?));
+            published
+                .entry(family)
+                .or_default()
+                .push(Arc::new(table.publish(&self.block_cache)?));
         }
         for (id, files) in published {
             if let Some(fam) = version.families.get(&id) {

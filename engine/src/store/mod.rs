@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use cellar_sstable::BlockCache;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{self, OpRef, WriteBatch};
@@ -94,6 +95,8 @@ struct Background {
 pub(crate) struct Inner {
     pub dir: PathBuf,
     pub options: StoreOptions,
+    /// Decompressed blocks of every compressed table, all families together.
+    pub block_cache: BlockCache,
     pub _lock: File,
     pub version: RwLock<Arc<Version>>,
     /// The last sequence number readers may see: all writes up to it are in memtables.
@@ -195,6 +198,12 @@ impl Store {
     /// The report says what was recovered and what was not.
     pub fn repair(dir: impl AsRef<Path>) -> Result<RepairReport> {
         crate::recovery::repair(dir.as_ref())
+    }
+
+    /// The cache of decompressed blocks the store's compressed tables share
+    /// ([`StoreOptions::block_cache_bytes`]): its capacity and what it holds.
+    pub fn block_cache(&self) -> &BlockCache {
+        &self.inner.block_cache
     }
 
     /// The store's folder.
@@ -521,11 +530,13 @@ impl Inner {
             last_seq,
             next_file,
             log,
+            block_cache,
         } = recovered;
         let log_number = log.number();
         Inner {
             dir,
             options,
+            block_cache,
             _lock: lock,
             version: RwLock::new(Arc::new(version)),
             visible_seq: AtomicU64::new(last_seq),
