@@ -50,8 +50,8 @@ pub use append_only::{
     FAMILY as APPEND_ONLY_FAMILY,
 };
 pub use layout::{
-    layout, layout_with, FamilyBytes, LayoutQuery, LayoutReport, FAMILIES, FAMILY_LAYOUT_STORE, ROW_LAYOUT,
-    ROW_LAYOUT_STORE,
+    layout, layout_with, FamilyBytes, LayoutQuery, LayoutReport, Measured, FAMILIES, FAMILY_LAYOUT_STORE, LZ4_STORES,
+    ROW_LAYOUT, ROW_LAYOUT_STORE,
 };
 pub use picture::page;
 pub use query_first::{query_first, query_first_with, LayoutBytes, PathCost, QueryFirstReport};
@@ -78,8 +78,10 @@ pub struct ReadFigures {
     pub entries_returned: u64,
     /// Data blocks read.
     pub data_blocks: u64,
-    /// Bytes of those blocks.
+    /// Bytes of those blocks read from the file, as stored.
     pub data_bytes: u64,
+    /// Bytes the compressed blocks among them decompressed to.
+    pub decompressed_bytes: u64,
     /// Distinct 4096-byte pages touched, summed over files.
     pub pages_touched: u64,
     /// Bloom filter probes.
@@ -102,6 +104,7 @@ impl From<&Trace> for ReadFigures {
             entries_returned: t.entries_returned,
             data_blocks: t.data_blocks(),
             data_bytes: t.data_bytes(),
+            decompressed_bytes: t.decompressed_bytes(),
             pages_touched: t.pages_touched(),
             filter_checks: t.filter_checks(),
             filter_negatives: t.filter_negatives(),
@@ -122,6 +125,7 @@ impl ReadFigures {
         self.entries_returned += other.entries_returned;
         self.data_blocks += other.data_blocks;
         self.data_bytes += other.data_bytes;
+        self.decompressed_bytes += other.decompressed_bytes;
         self.pages_touched += other.pages_touched;
         self.filter_checks += other.filter_checks;
         self.filter_negatives += other.filter_negatives;
