@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use cellar::key;
-use cellar_sstable::{BlockKind, Table};
+use cellar_sstable::{BlockKind, Codec, Compression, Table};
 
 use crate::format::{escape, internal_key, timestamp, unescape};
 use crate::Error;
@@ -113,9 +113,14 @@ pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
         } else {
             String::new()
         };
+        // A compressed block: its size as stored, then what it decompresses to.
+        let stored = match block.codec {
+            Codec::None => String::new(),
+            codec => format!(" ({codec}, {} decompressed)", block.uncompressed_size),
+        };
         writeln!(
             out,
-            "block {i} {}: offset {}, {} bytes, {} entries, checksum {verdict}{keys}",
+            "block {i} {}: offset {}, {} bytes{stored}, {} entries, checksum {verdict}{keys}",
             block.kind, block.handle.offset, block.handle.size, block.entries
         )?;
         if args.blocks_only || !in_range {
@@ -156,6 +161,13 @@ pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
         "keys: {} bytes raw, {} bytes stored (prefix compression, key trailers); values: {} bytes",
         p.raw_key_bytes, p.stored_key_bytes, p.raw_value_bytes
     )?;
+    if p.compression != Compression::None {
+        writeln!(
+            out,
+            "compression: {}, {} of {} data blocks stored compressed; data blocks {} bytes raw, {} as stored",
+            p.compression, p.compressed_blocks, p.data_blocks, p.uncompressed_data_bytes, p.data_bytes
+        )?;
+    }
     if bad > 0 {
         return Err(format!("{}: {bad} block(s) fail their checksum", args.file.display()).into());
     }

@@ -3,14 +3,14 @@
 //!
 //! A family's options say how its data is kept (HBase's column family
 //! attributes: `VERSIONS`, `TTL`, `BLOOMFILTER`, `BLOCKSIZE`,
-//! `DATA_BLOCK_ENCODING`); the manifest records them, so every later open of
+//! `DATA_BLOCK_ENCODING`, `COMPRESSION`); the manifest records them, so every later open of
 //! the store uses them. `create --family loans --max-versions 3` is HBase's
 //! `create 't', {NAME => 'loans', VERSIONS => 3}`.
 
 use std::io::Write;
 use std::time::Duration;
 
-use cellar::{FamilyOptions, Store};
+use cellar::{Compression, FamilyOptions, Store};
 use serde_json::{json, Value};
 
 use crate::clock::{self, duration_text};
@@ -39,6 +39,10 @@ pub struct CreateArgs {
     /// key's (smaller files, slower reads) [default: off].
     #[arg(long)]
     pub tail_copies: bool,
+    /// Compress each data block of new tables: none, lz4, zstd (level 3) or
+    /// zstd:LEVEL (1 to 22) [default: none].
+    #[arg(long, value_name = "CODEC", value_parser = compression_arg)]
+    pub compression: Option<Compression>,
     /// Compact automatically when this many similar-sized runs sit side by
     /// side; 0 turns it off [default: 4].
     #[arg(long, value_name = "RUNS")]
@@ -53,6 +57,7 @@ impl CreateArgs {
             || self.bloom_bits.is_some()
             || self.block_size.is_some()
             || self.tail_copies
+            || self.compression.is_some()
             || self.compaction_trigger.is_some()
     }
 
@@ -73,11 +78,19 @@ impl CreateArgs {
         if self.tail_copies {
             base.tail_copies = true;
         }
+        if let Some(compression) = self.compression {
+            base.compression = compression;
+        }
         if let Some(runs) = self.compaction_trigger {
             base.compaction_trigger = runs;
         }
         base
     }
+}
+
+/// Reads `--compression`.
+fn compression_arg(text: &str) -> Result<Compression, String> {
+    Compression::parse(text).ok_or_else(|| format!("{text:?} is not none, lz4, zstd or zstd:LEVEL (1 to 22)"))
 }
 
 /// Creates each family in `names` that the store lacks, with `options`;
@@ -138,6 +151,7 @@ pub fn list(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Err
                     "bloom_bits_per_key": o.bloom_bits_per_key,
                     "block_size": o.block_size,
                     "tail_copies": o.tail_copies,
+                    "compression": o.compression.to_string(),
                     "compaction_trigger": o.compaction_trigger,
                     "memtable_max_bytes": o.memtable_max_bytes,
                     "target_file_bytes": o.target_file_bytes,
@@ -157,6 +171,7 @@ pub fn list(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Err
                 o.bloom_bits_per_key.to_string(),
                 o.block_size.to_string(),
                 if o.tail_copies { "on" } else { "off" }.to_string(),
+                o.compression.to_string(),
                 match o.compaction_trigger {
                     0 => "off".to_string(),
                     n => format!("{n} runs"),
@@ -171,6 +186,7 @@ pub fn list(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Err
         "bloom bits",
         "block size",
         "tail copies",
+        "compression",
         "compaction",
     ];
     write!(out, "{}", format::table(&headers, &rows))?;

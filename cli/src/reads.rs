@@ -19,10 +19,10 @@
 //! `explain` shows one read of the engine with its [`Trace`], so it takes the
 //! plain reads only.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 
-use cellar::{Cell, ColumnRange, Row, RowRange, Settled, Snapshot, SourceKind, Store, Trace};
+use cellar::{Cell, ColumnRange, Compression, Row, RowRange, Settled, Snapshot, SourceKind, Store, Trace};
 use serde_json::{json, Value};
 
 use crate::clock;
@@ -438,6 +438,9 @@ pub fn explain(ctx: &Context, store: &Store, args: &ExplainArgs, out: &mut dyn W
                     "data_blocks": s.data_blocks,
                     "data_bytes": s.data_bytes,
                     "pages_touched": s.pages_touched,
+                    "decompressed_bytes": s.decompressed_bytes,
+                    "cache_hits": s.cache_hits,
+                    "cache_misses": s.cache_misses,
                     "index_lookups": s.index_lookups,
                 })
             })
@@ -451,6 +454,9 @@ pub fn explain(ctx: &Context, store: &Store, args: &ExplainArgs, out: &mut dyn W
             "data_blocks": trace.data_blocks(),
             "data_bytes": trace.data_bytes(),
             "pages_touched": trace.pages_touched(),
+            "decompressed_bytes": trace.decompressed_bytes(),
+            "cache_hits": trace.cache_hits(),
+            "cache_misses": trace.cache_misses(),
         });
         writeln!(out, "{doc}")?;
         // The JSON document stays the whole of stdout.
@@ -458,20 +464,44 @@ pub fn explain(ctx: &Context, store: &Store, args: &ExplainArgs, out: &mut dyn W
     }
     write!(out, "{result}")?;
     writeln!(out)?;
+    // How each table of the family stores its blocks: a read of a compressed
+    // one also says what the block cache held and what was decompressed.
+    let compression: HashMap<u64, Compression> = store
+        .tables()
+        .iter()
+        .filter(|t| t.family == *family)
+        .map(|t| (t.file_id, t.compression))
+        .collect();
+    let stored = |s: &cellar::SourceTrace| match s.source {
+        SourceKind::Table { file_id, .. } => compression.get(&file_id).map_or("?".to_string(), |c| c.to_string()),
+        _ => "-".to_string(),
+    };
+    let any_compressed = sources.iter().any(|(_, s)| !matches!(stored(s).as_str(), "-" | "none"));
     let rows: Vec<Vec<String>> = sources
         .iter()
         .map(|(name, s)| {
-            vec![
+            let mut row = vec![
                 name.clone(),
                 settled_name(s.settled).to_string(),
                 filter_answer(s).to_string(),
                 s.data_blocks.to_string(),
                 s.pages_touched.to_string(),
                 s.entries_examined.to_string(),
-            ]
+            ];
+            if any_compressed {
+                row.extend([
+                    stored(s),
+                    format!("{}/{}", s.cache_hits, s.cache_misses),
+                    s.decompressed_bytes.to_string(),
+                ]);
+            }
+            row
         })
         .collect();
-    let headers = ["source", "settled by", "filter", "blocks", "pages", "examined"];
+    let mut headers = vec!["source", "settled by", "filter", "blocks", "pages", "examined"];
+    if any_compressed {
+        headers.extend(["compression", "cache hit/miss", "decompressed"]);
+    }
     write!(out, "{}", format::table(&headers, &rows))?;
     writeln!(
         out,
@@ -484,6 +514,16 @@ pub fn explain(ctx: &Context, store: &Store, args: &ExplainArgs, out: &mut dyn W
         trace.entries_examined(),
         trace.entries_returned
     )?;
+    if any_compressed {
+        writeln!(
+            out,
+            "block cache: {} hit(s), {} miss(es); {} bytes decompressed (data bytes and pages count blocks \
+             read from the file as stored)",
+            trace.cache_hits(),
+            trace.cache_misses(),
+            trace.decompressed_bytes()
+        )?;
+    }
     draw_report(store, family, args, &trace, out)
 }
 

@@ -140,6 +140,10 @@ pub fn files(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Er
                     "entries": t.entries,
                     "tombstones": t.tombstones,
                     "data_blocks": t.data_blocks,
+                    "data_bytes": t.data_bytes,
+                    "compression": t.compression.to_string(),
+                    "compressed_blocks": t.compressed_blocks,
+                    "uncompressed_data_bytes": t.uncompressed_data_bytes,
                     "first_key": format::internal_key(&t.first_key),
                     "last_key": format::internal_key(&t.last_key),
                 })
@@ -159,6 +163,7 @@ pub fn files(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Er
                 t.entries.to_string(),
                 t.tombstones.to_string(),
                 t.data_blocks.to_string(),
+                t.compression.to_string(),
                 format::internal_key(&t.first_key),
                 format::internal_key(&t.last_key),
             ]
@@ -172,6 +177,7 @@ pub fn files(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Er
         "entries",
         "tombstones",
         "blocks",
+        "compression",
         "first key",
         "last key",
     ];

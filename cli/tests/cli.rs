@@ -164,8 +164,8 @@ fn flush_writes_the_memtable_and_files_lists_the_table() -> Result {
     assert_eq!(
         String::from_utf8(out.stdout)?,
         "flushed: 1 new table file(s), 1 in all\n\
-         family  file        run  bytes  entries  tombstones  blocks  first key  last key\n\
-         t       000005.sst    4    250        2           0       1  r1/a@5     r1/b@5\n\
+         family  file        run  bytes  entries  tombstones  blocks  compression  first key  last key\n\
+         t       000005.sst    4    250        2           0       1  none         r1/a@5     r1/b@5\n\
          1 file(s)\n"
     );
     let files: Value = serde_json::from_str(&ok(dir, &["files", "--json"])?)?;
@@ -836,18 +836,29 @@ fn create_with_options_and_families_lists_them() -> Result {
     let dir = tmp.path();
     ok(dir, &["create", "--family", "plain"])?;
     let events = "create --family events --max-versions 3 --ttl 7d --bloom-bits 0 --block-size 8192 --tail-copies \
-                  --compaction-trigger 0";
+                  --compression zstd:5 --compaction-trigger 0";
     let events: Vec<&str> = events.split_whitespace().collect();
     ok(dir, &events)?;
     assert_eq!(
         ok(dir, &["families"])?,
-        "family  max versions  ttl  bloom bits  block size  tail copies  compaction\n\
-         plain              1  -            10        4096  off          4 runs\n\
-         events             3  7d            0        8192  on           off\n\
+        "family  max versions  ttl  bloom bits  block size  tail copies  compression  compaction\n\
+         plain              1  -            10        4096  off          none         4 runs\n\
+         events             3  7d            0        8192  on           zstd:5       off\n\
          2 families\n"
     );
     let json: Value = serde_json::from_str(&ok(dir, &["families", "--json"])?)?;
     assert_eq!(json[1]["ttl_ms"], 7 * 86_400_000u64);
+    assert_eq!(json[1]["compression"], "zstd:5");
+    // A codec this build does not have is a usage error, as clap reports them.
+    let output = cellar(dir)
+        .args(["create", "--family", "x", "--compression", "snappy"])
+        .output()?;
+    let err = String::from_utf8(output.stderr)?;
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("\"snappy\" is not none, lz4, zstd or zstd:LEVEL (1 to 22)"),
+        "{err}"
+    );
     // The same options again are fine; other options are for `alter`.
     ok(dir, &events)?;
     let err = fails(dir, &["create", "--family", "events", "--max-versions", "2"])?;
@@ -966,5 +977,52 @@ fn lesson_query_first_exports_its_design_for_cassandra_and_hbase() -> Result {
         fails(tmp.path(), &["lesson", "layout", "--export", "cql"])?,
         "cellar: --export does not apply to `lesson layout`\n"
     );
+    Ok(())
+}
+
+#[test]
+fn a_compressed_family_shows_its_codec_in_files_dump_and_explain() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "loans", "--compression", "lz4"])?;
+    let file = dir.join("loans.csv");
+    let rows: String = (0..40)
+        .map(|i| format!("book:{i:02},member,member number {i} of the library,5\n"))
+        .collect();
+    std::fs::write(&file, rows)?;
+    ok(dir, &["load", "loans", &file.display().to_string()])?;
+    let files: Value = serde_json::from_str(&ok(dir, &["files", "--json"])?)?;
+    assert_eq!(files[0]["compression"], "lz4");
+    assert_eq!(files[0]["compressed_blocks"], 1);
+    let (stored, raw) = (
+        files[0]["data_bytes"].as_u64(),
+        files[0]["uncompressed_data_bytes"].as_u64(),
+    );
+    assert!(stored < raw, "{stored:?} bytes stored for {raw:?} raw");
+
+    let path = files[0]["path"].as_str().ok_or("no path")?.to_string();
+    let output = assert_cmd::Command::new(common::bin())
+        .args(["dump", &path, "--blocks-only"])
+        .output()?;
+    assert!(output.status.success());
+    let dump = String::from_utf8(output.stdout)?;
+    assert!(dump.contains("(lz4, "), "{dump}");
+    assert!(
+        dump.contains("compression: lz4, 1 of 1 data blocks stored compressed"),
+        "{dump}"
+    );
+
+    let explain = ok(dir, &["explain", "get", "loans", "book:07", "member"])?;
+    assert!(
+        explain.contains("compression  cache hit/miss  decompressed"),
+        "{explain}"
+    );
+    assert!(explain.contains("block cache: 0 hit(s), 1 miss(es)"), "{explain}");
+    let json: Value = serde_json::from_str(&ok(dir, &["explain", "get", "loans", "book:07", "member", "--json"])?)?;
+    assert_eq!(
+        (json["cache_misses"].as_u64(), json["cache_hits"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(json["decompressed_bytes"], raw.map(|r| r - 5).ok_or("no size")?);
     Ok(())
 }

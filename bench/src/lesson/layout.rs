@@ -528,8 +528,19 @@ impl LayoutReport {
         out.push('\n');
         let mut g = Grid::new();
         g.row(["", "row layout", "", "family layout", "", "ratio", ""]);
-        g.row(["query (pages touched)", "default", "LZ4", "default", "LZ4", "default", "LZ4"]);
-        for (q, z) in [(&self.circulation, &self.lz4.circulation), (&self.record, &self.lz4.record)] {
+        g.row([
+            "query (pages touched)",
+            "default",
+            "LZ4",
+            "default",
+            "LZ4",
+            "default",
+            "LZ4",
+        ]);
+        for (q, z) in [
+            (&self.circulation, &self.lz4.circulation),
+            (&self.record, &self.lz4.record),
+        ] {
             g.row([
                 q.name.clone(),
                 thousands(q.row_layout.pages_touched),
