@@ -5,6 +5,7 @@
 
 use cellar_bench::peers::{self, report, scale, workloads, Runs};
 use cellar_bench::progress::Silent;
+use cellar_engine::Compression;
 
 #[test]
 fn every_workload_runs_on_every_in_process_engine_and_the_engines_agree_on_hits(
@@ -12,7 +13,7 @@ fn every_workload_runs_on_every_in_process_engine_and_the_engines_agree_on_hits(
     let mut runs = Runs::new();
     for engine in peers::IN_PROCESS {
         let dir = tempfile::tempdir()?;
-        let text = report::child_main(engine, dir.path(), 2000, 7, None, &Silent)?;
+        let text = report::child_main(engine, dir.path(), 2000, 7, None, Compression::None, &Silent)?;
         let run = report::parse(&text)?;
         assert_eq!(run.workloads.len(), workloads::WORKLOADS.len(), "{engine}");
         for m in &run.workloads {
@@ -36,6 +37,28 @@ fn every_workload_runs_on_every_in_process_engine_and_the_engines_agree_on_hits(
         hits.starts_with("hits checked: cellar, cellar-buffered, fjall"),
         "{hits}"
     );
+    Ok(())
+}
+
+#[test]
+fn with_lz4_every_engine_finds_the_same_entries_in_less_space() -> Result<(), Box<dyn std::error::Error>> {
+    let mut runs = Runs::new();
+    for engine in ["cellar", "fjall"] {
+        let mut space = Vec::new();
+        for compression in [Compression::None, Compression::Lz4] {
+            let dir = tempfile::tempdir()?;
+            let text = report::child_main(engine, dir.path(), 20_000, 7, None, compression, &Silent)?;
+            let run = report::parse(&text)?;
+            space.push(run.fillseq_disk.1);
+            if compression == Compression::Lz4 {
+                runs.insert(engine.to_string(), vec![run]);
+            }
+        }
+        // Half-compressible values against random ones: LZ4 must save space.
+        assert!(space[1] < space[0], "{engine}: {space:?} bytes after compaction");
+    }
+    let hits = report::check_hits(&runs)?;
+    assert!(hits.starts_with("hits checked: cellar, fjall"), "{hits}");
     Ok(())
 }
 

@@ -16,6 +16,8 @@
 //!   --engines a,b,..   engines in turn order (default: all present)
 //!   --cache data       give fjall's and RocksDB's block cache room for all the data
 //!                      (default: their own default caches)
+//!   --compression lz4  db_bench workloads: every engine compresses its data blocks
+//!                      with LZ4, values half compressible (default: none)
 //!   --csv FILE         db_bench workloads: medians as CSV too
 //!   --dir DIR          where the stores go (default: a temporary folder)
 //! ```
@@ -28,6 +30,7 @@ use std::process::ExitCode;
 
 use cellar_bench::peers::{self, report, scale, ycsb, Config, Mode, ENTRY_BYTES};
 use cellar_bench::progress::TerminalBar;
+use cellar_engine::Compression;
 
 struct Args {
     mode: Mode,
@@ -38,13 +41,14 @@ struct Args {
     dir: Option<PathBuf>,
     cache_data: bool,
     cache_bytes: Option<u64>,
+    compression: Compression,
     child: Option<String>,
     seed: u64,
 }
 
 fn usage() -> String {
     "usage: peers [--ycsb | --scale] [--num N] [--records N] [--operations N] [--runs R] \
-     [--engines a,b,..] [--cache default|data] [--csv FILE] [--dir DIR]"
+     [--engines a,b,..] [--cache default|data] [--compression none|lz4] [--csv FILE] [--dir DIR]"
         .to_string()
 }
 
@@ -58,6 +62,7 @@ fn parse() -> Result<Args, String> {
         dir: None,
         cache_data: false,
         cache_bytes: None,
+        compression: Compression::None,
         child: None,
         seed: 1,
     };
@@ -94,6 +99,11 @@ fn parse() -> Result<Args, String> {
                 "default" => args.cache_data = false,
                 _ => return Err(format!("--cache is `default` or `data`, not {value}")),
             },
+            "--compression" => {
+                args.compression = peers::parse_compression(&value).ok_or_else(|| {
+                    format!("--compression is `none` or `lz4` (the codec every engine has), not {value}")
+                })?
+            }
             "--engines" => args.engines = Some(value.split(',').map(str::to_string).collect()),
             _ => return Err(format!("unknown option {flag}\n{}", usage())),
         }
@@ -104,6 +114,9 @@ fn parse() -> Result<Args, String> {
         (false, true) => Mode::Scale,
         (false, false) => Mode::DbBench,
     };
+    if args.compression != Compression::None && args.mode != Mode::DbBench {
+        return Err("--compression applies to db_bench's workloads only".into());
+    }
     if args.num == 0 || args.runs == 0 || records == 0 || operations == 0 {
         return Err("--num, --records, --operations and --runs must be positive".into());
     }
@@ -141,7 +154,7 @@ fn run_child(engine: &str, args: &Args) -> Result<String, String> {
     let bar = TerminalBar::new();
     let (num, seed, cache) = (args.num, args.seed, args.cache_bytes);
     let out = match &args.mode {
-        Mode::DbBench => report::child_main(engine, dir, num, seed, cache, &bar),
+        Mode::DbBench => report::child_main(engine, dir, num, seed, cache, args.compression, &bar),
         Mode::Scale => scale::child_main(engine, dir, num, seed, cache, &bar),
         Mode::Ycsb { records, operations } => {
             ycsb::run_engine(engine, dir, *records, *operations, seed, cache, &bar).map(|r| ycsb::format(&r))
@@ -175,6 +188,7 @@ fn run(args: Args) -> Result<(), String> {
         runs: args.runs,
         engines,
         cache: args.cache_data.then(|| cache_for_all_data(&args.mode, args.num)),
+        compression: args.compression,
         dir,
         exe: std::env::current_exe().map_err(|e| e.to_string())?,
     };

@@ -139,8 +139,19 @@ fn tail(text: &str) -> &str {
     text.get(from..).unwrap_or_default()
 }
 
-/// The command line of one invocation: the options, nothing else changed.
-fn command(bin: &Path, db: &Path, num: u64, benchmarks: &str, fresh: bool, reads: u64, seed: u64) -> Command {
+/// The command line of one invocation: the options, with data blocks
+/// compressed by `compression` (`none` or `lz4`), nothing else changed.
+#[expect(clippy::too_many_arguments, reason = "one argument per db_bench option it sets")]
+fn command(
+    bin: &Path,
+    db: &Path,
+    num: u64,
+    benchmarks: &str,
+    fresh: bool,
+    reads: u64,
+    seed: u64,
+    compression: &str,
+) -> Command {
     let mut cmd = Command::new(bin);
     cmd.arg(format!("--benchmarks={benchmarks}"))
         .arg(format!("--db={}", db.display()))
@@ -150,7 +161,7 @@ fn command(bin: &Path, db: &Path, num: u64, benchmarks: &str, fresh: bool, reads
         .arg(format!("--seed={seed}"))
         .arg("--key_size=16")
         .arg("--value_size=100")
-        .arg("--compression_type=none")
+        .arg(format!("--compression_type={compression}"))
         .arg("--bloom_bits=10")
         .arg("--block_size=4096")
         .arg("--write_buffer_size=67108864")
@@ -212,13 +223,21 @@ fn measured(workload: &str, expected_ops: u64, line: &Line) -> Measured {
 /// `seed` makes the run's keys repeatable (each invocation gets its own seed,
 /// so reads do not replay the fill's key sequence); `cache` is the block
 /// cache in bytes (`None`: db_bench's default, 8 MiB).
-pub fn run_all(bin: &Path, dir: &Path, num: u64, seed: u64, cache: Option<u64>) -> Result<RunReport> {
+pub fn run_all(
+    bin: &Path,
+    dir: &Path,
+    num: u64,
+    seed: u64,
+    cache: Option<u64>,
+    compression: cellar_engine::Compression,
+) -> Result<RunReport> {
+    let codec = compression.to_string();
     let mut report = RunReport::default();
     let mut peak = Memory::default();
     let mut track = |inv: &Invocation| peak = peak.max(inv.memory);
     let base = seed.wrapping_mul(1000);
     let invoke = |db: &Path, benchmarks: &str, fresh: bool, reads: u64, seed: u64| {
-        let mut cmd = command(bin, db, num, benchmarks, fresh, reads, seed);
+        let mut cmd = command(bin, db, num, benchmarks, fresh, reads, seed, &codec);
         if let Some(bytes) = cache {
             cmd.arg(format!("--cache_size={bytes}"));
         }
@@ -337,6 +356,7 @@ compact      :   43363.000 micros/op 23 ops/sec 0.043 seconds 1 operations;
             false,
             10,
             3,
+            "none",
         );
         let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         for want in [

@@ -1,6 +1,7 @@
-//! fjall 3.x, default features off (so nothing is compressed): one keyspace,
+//! fjall 3.x with its `lz4` feature, nothing compressed unless asked (then
+//! LZ4 data blocks on every level, index blocks raw, as cellar): one keyspace,
 //! leveled compaction, 4 KiB blocks, bloom 10 bits per key on every level,
-//! 64 MiB memtable, journal written to the OS on every write without fsync
+//! 64 MiB memtable, journal uncompressed and written to the OS on every write without fsync
 //! (fjall's default: `Keyspace::insert` persists with `PersistMode::Buffer`,
 //! which empties the journal's buffer into the file, unless
 //! `manual_journal_persist` is set). Tables are read with `pread` into fjall's
@@ -11,6 +12,8 @@ use std::time::Duration;
 
 use fjall::config::{BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry};
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions};
+
+use cellar_engine::Compression;
 
 use super::workloads::{Adapter, KEY_BYTES};
 use super::ycsb::record::{copy_value, KeyValue};
@@ -30,7 +33,20 @@ impl Fjall {
     /// Opens a fresh database in `dir`, with a block cache of `cache` bytes
     /// (`None`: fjall's default, 32 MiB).
     pub fn open(dir: &Path, cache: Option<u64>) -> Result<Fjall> {
-        let mut builder = Database::builder(dir);
+        Fjall::open_with(dir, cache, Compression::None)
+    }
+
+    /// [`Fjall::open`] with data blocks compressed by `compression` (`None`
+    /// or `Lz4`; anything else is refused).
+    pub fn open_with(dir: &Path, cache: Option<u64>, compression: Compression) -> Result<Fjall> {
+        let data_blocks = match compression {
+            Compression::None => CompressionType::None,
+            Compression::Lz4 => CompressionType::Lz4,
+            other => return Err(Error::Peer(format!("fjall has no {other} compression"))),
+        };
+        // The journal's own compression (of values over 4 KiB, with the lz4
+        // feature) stays off, as cellar's log is never compressed.
+        let mut builder = Database::builder(dir).journal_compression(CompressionType::None);
         if let Some(bytes) = cache {
             builder = builder.cache_size(bytes);
         }
@@ -42,7 +58,7 @@ impl Fjall {
                     .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(
                         BloomConstructionPolicy::BitsPerKey(10.0),
                     )))
-                    .data_block_compression_policy(CompressionPolicy::all(CompressionType::None))
+                    .data_block_compression_policy(CompressionPolicy::all(data_blocks))
                     .index_block_compression_policy(CompressionPolicy::all(CompressionType::None))
             })
             .map_err(err)?;

@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::error::{Error, Result};
-use cellar_engine::SyncPolicy;
+use cellar_engine::{Compression, SyncPolicy};
 use workloads::{Adapter, RunReport};
 
 /// Bytes of one db_bench entry: 16-byte key + 100-byte value.
@@ -80,16 +80,33 @@ pub fn extra_note(engine: &str) -> Option<&'static str> {
 }
 
 /// Opens an in-process engine by name; `cache` is the block cache of the
-/// engines that have one (`None`: their default).
+/// engines that have one (`None`: their default). Nothing is compressed.
 pub fn open(engine: &str, dir: &Path, cache: Option<u64>) -> Result<Box<dyn Adapter>> {
+    open_with(engine, dir, cache, Compression::None)
+}
+
+/// [`open`], every engine compressing its data blocks with `compression`
+/// (`None` or `Lz4`: the codec all three engines have).
+pub fn open_with(engine: &str, dir: &Path, cache: Option<u64>, compression: Compression) -> Result<Box<dyn Adapter>> {
+    let cellar = |wide, sync| cellar::Cellar::open(dir, wide, sync, compression);
     match engine {
-        "cellar" => Ok(Box::new(cellar::Cellar::open(dir, false, SyncPolicy::Never)?)),
-        "cellar-buffered" => Ok(Box::new(cellar::Cellar::open(dir, false, SyncPolicy::Buffered)?)),
-        "cellar-wide" => Ok(Box::new(cellar::Cellar::open(dir, true, SyncPolicy::Never)?)),
-        "fjall" => Ok(Box::new(fjall::Fjall::open(dir, cache)?)),
+        "cellar" => Ok(Box::new(cellar(false, SyncPolicy::Never)?)),
+        "cellar-buffered" => Ok(Box::new(cellar(false, SyncPolicy::Buffered)?)),
+        "cellar-wide" => Ok(Box::new(cellar(true, SyncPolicy::Never)?)),
+        "fjall" => Ok(Box::new(fjall::Fjall::open_with(dir, cache, compression)?)),
         #[cfg(feature = "rocksdb")]
-        "rocksdb" => Ok(Box::new(rocksdb::RocksDb::open(dir, cache)?)),
+        "rocksdb" => Ok(Box::new(rocksdb::RocksDb::open_with(dir, cache, compression)?)),
         other => Err(Error::Peer(format!("unknown engine `{other}`"))),
+    }
+}
+
+/// Reads `--compression`: `none` or `lz4`, the codecs every engine of the
+/// comparison has (fjall has no Zstandard).
+pub fn parse_compression(text: &str) -> Option<Compression> {
+    match text {
+        "none" => Some(Compression::None),
+        "lz4" => Some(Compression::Lz4),
+        _ => None,
     }
 }
 
@@ -149,6 +166,8 @@ pub struct Config {
     pub engines: Vec<String>,
     /// Block cache of the engines that have one (`None`: their default).
     pub cache: Option<u64>,
+    /// How every engine compresses its data blocks (db_bench's workloads).
+    pub compression: Compression,
     /// Where the stores go (a folder of its own is made per run).
     pub dir: PathBuf,
     /// This binary, run with `--child ENGINE` for each in-process run.
@@ -179,6 +198,9 @@ impl Config {
         }
         if let Some(bytes) = self.cache {
             args.extend(["--cache-bytes".into(), bytes.to_string()]);
+        }
+        if self.compression != Compression::None {
+            args.extend(["--compression".into(), self.compression.to_string()]);
         }
         args
     }
@@ -246,7 +268,7 @@ pub fn run(config: &Config, log: &mut dyn FnMut(&str)) -> Result<Runs> {
     alternate(config, log, |engine, run, dir| {
         if engine == "db_bench" {
             let bin = db_bench::find().ok_or_else(|| Error::Peer("db_bench is not installed".into()))?;
-            db_bench::run_all(&bin, dir, config.num, run as u64 + 1, config.cache)
+            db_bench::run_all(&bin, dir, config.num, run as u64 + 1, config.cache, config.compression)
         } else {
             let args = config.child_args(engine, run, dir);
             let text = run_child(&config.exe, &args, &format!("{engine} run {}", run + 1))?;

@@ -9,6 +9,7 @@ use super::workloads::{self, Measured, RunReport, WORKLOADS};
 use super::{extra_note, human, median_of, mib, ratio, read_path, Config, Runs, ENTRY_BYTES, PEERS, SAME_KEYS};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
+use cellar_engine::Compression;
 
 /// The read workloads, whose entries found every engine must agree on.
 pub const READS: [&str; 3] = ["readrandom", "readseq", "seekrandom"];
@@ -21,10 +22,18 @@ pub fn child_main(
     num: u64,
     seed: u64,
     cache: Option<u64>,
+    compression: Compression,
     progress: &dyn Progress,
 ) -> Result<String> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let report = workloads::run_all(&|d: &Path| super::open(engine, d, cache), dir, num, seed, progress)?;
+    let open = |d: &Path| super::open_with(engine, d, cache, compression);
+    // With compression, values compress as db_bench's do (its default
+    // `--compression_ratio=0.5`); without, they are random bytes.
+    let values = match compression {
+        Compression::None => workloads::ValueKind::Random,
+        _ => workloads::ValueKind::HalfCompressible,
+    };
+    let report = workloads::run_all(&open, dir, num, seed, values, progress)?;
     Ok(format(&report))
 }
 
@@ -241,6 +250,14 @@ pub fn render(config: &Config, runs: &Runs, hits: &str) -> String {
         "durability: every engine in a ratio hands each write to the OS before it returns, no fsync \
          (cellar SyncPolicy::Never, fjall's default journal persist, RocksDB WAL on without sync)"
     );
+    if config.compression != Compression::None {
+        let _ = writeln!(
+            out,
+            "compression: {} on every engine's data blocks (index blocks raw), the same 4 KiB blocks and 10 bloom \
+             bits; values half compressible, as db_bench's default --compression_ratio=0.5",
+            config.compression
+        );
+    }
     let _ = writeln!(out, "read path and cache:");
     for e in &engines {
         let _ = writeln!(out, "  {e:<16} {}", read_path(e, config.cache));

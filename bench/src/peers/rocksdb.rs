@@ -1,7 +1,8 @@
 //! RocksDB through the `rocksdb` crate (built from source in release mode,
 //! behind the `rocksdb` feature), with db_bench's options for these
 //! workloads: leveled compaction, 4 KiB blocks, bloom 10 bits per key, 64 MiB
-//! write buffer, no compression, WAL on, no sync (every write handed to the
+//! write buffer, no compression unless asked (then LZ4 on every level, through
+//! the crate's `lz4` feature), WAL on, no sync (every write handed to the
 //! OS). Tables are read with `pread` into an LRU block cache (RocksDB's own
 //! 32 MiB when none is given), with the OS page cache beneath it; index and
 //! filter blocks are held by each open table, outside the cache
@@ -12,6 +13,8 @@ use std::time::Duration;
 
 use rocksdb::perf::{set_perf_stats, PerfContext, PerfMetric, PerfStatsLevel};
 use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, ReadOptions, WriteBatch, DB};
+
+use cellar_engine::Compression;
 
 use super::read_amp::ReadAmp;
 use super::workloads::{Adapter, KEY_BYTES};
@@ -34,6 +37,16 @@ impl RocksDb {
     /// Opens a fresh database in `dir`, with a block cache of `cache` bytes
     /// (`None`: RocksDB's default, 32 MiB).
     pub fn open(dir: &Path, cache: Option<u64>) -> Result<RocksDb> {
+        RocksDb::open_with(dir, cache, Compression::None)
+    }
+
+    /// [`RocksDb::open`] with data blocks compressed by `compression`.
+    pub fn open_with(dir: &Path, cache: Option<u64>, compression: Compression) -> Result<RocksDb> {
+        let compression = match compression {
+            Compression::None => DBCompressionType::None,
+            Compression::Lz4 => DBCompressionType::Lz4,
+            Compression::Zstd { .. } => DBCompressionType::Zstd,
+        };
         let mut table = BlockBasedOptions::default();
         table.set_block_size(4096);
         table.set_bloom_filter(10.0, false);
@@ -43,7 +56,7 @@ impl RocksDb {
         let mut options = Options::default();
         options.create_if_missing(true);
         options.set_write_buffer_size(64 << 20);
-        options.set_compression_type(DBCompressionType::None);
+        options.set_compression_type(compression);
         options.set_block_based_table_factory(&table);
         let db = DB::open(&options, dir).map_err(err)?;
         Ok(RocksDb { db })

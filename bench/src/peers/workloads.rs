@@ -145,15 +145,43 @@ pub fn key(i: u64) -> [u8; KEY_BYTES] {
     k
 }
 
-/// Random value bytes, reused at shifting offsets (nothing is compressed anyway).
+/// What values are made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    /// Random bytes: nothing to compress.
+    Random,
+    /// db_bench's values at its default `--compression_ratio=0.5`: each 100
+    /// bytes of the pool are 50 random printable characters written twice,
+    /// so a compressor halves them.
+    HalfCompressible,
+}
+
+/// Value bytes from a 1 MiB pool, reused at shifting offsets.
 pub(crate) struct Values {
     pool: Vec<u8>,
     at: usize,
 }
 
 impl Values {
+    /// Random bytes (nothing is compressed in the default comparison).
     pub(crate) fn new(rng: &mut Rng) -> Values {
-        let pool = (0..(1 << 20)).map(|_| rng.next_u64() as u8).collect();
+        Values::of(ValueKind::Random, rng)
+    }
+
+    pub(crate) fn of(kind: ValueKind, rng: &mut Rng) -> Values {
+        let pool = match kind {
+            ValueKind::Random => (0..(1 << 20)).map(|_| rng.next_u64() as u8).collect(),
+            ValueKind::HalfCompressible => {
+                let mut pool = Vec::with_capacity(1 << 20);
+                while pool.len() < 1 << 20 {
+                    // db_bench's CompressibleString: random ' '..='~', repeated.
+                    let piece: Vec<u8> = (0..50).map(|_| b' ' + (rng.next_u64() % 95) as u8).collect();
+                    pool.extend_from_slice(&piece);
+                    pool.extend_from_slice(&piece);
+                }
+                pool
+            }
+        };
         Values { pool, at: 0 }
     }
     pub(crate) fn next(&mut self, len: usize) -> &[u8] {
@@ -216,10 +244,17 @@ const STEP: u64 = 10_000;
 /// and measured (space amplification against the distinct keys it holds), and
 /// then carries `overwrite` and the reads, as db_bench chains them. `fillseq`
 /// runs last, in a store of its own (then compacted, measured and removed).
-pub fn run_all(open: &Open<'_>, dir: &Path, num: u64, seed: u64, progress: &dyn Progress) -> Result<RunReport> {
+pub fn run_all(
+    open: &Open<'_>,
+    dir: &Path,
+    num: u64,
+    seed: u64,
+    values: ValueKind,
+    progress: &dyn Progress,
+) -> Result<RunReport> {
     let mut report = RunReport::default();
     let mut rng = Rng::new(seed);
-    let mut values = Values::new(&mut rng);
+    let mut values = Values::of(values, &mut rng);
 
     // Each engine runs in a fresh process, and fillrandom comes first, so its
     // peak memory is measured from a clean heap (db_bench runs every workload
