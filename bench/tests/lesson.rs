@@ -525,6 +525,39 @@ fn space_amplification_stays_at_one_through_the_puts_then_rises_to_two() -> Test
     }
     let last = r.amplification.last().map(|p| p.space_amplification);
     assert_eq!(last, Some(r.loaded.space_amplification));
+
+#[test]
+fn with_lz4_both_layouts_store_the_same_cells_in_fewer_bytes() -> TestResult {
+    let r = layout()?;
+    for f in &r.families {
+        let z = r.lz4.family(&f.name).ok_or("no LZ4 family")?;
+        assert_eq!((z.cells, z.value_bytes, z.raw_key_bytes), (f.cells, f.value_bytes, f.raw_key_bytes));
+        // The compressed store's blocks, built raw, are the plain store's blocks.
+        assert_eq!(z.uncompressed_data_bytes, f.data_bytes, "{}", f.name);
+        assert!(z.data_bytes < f.data_bytes / 2, "{}: {} of {}", f.name, z.data_bytes, f.data_bytes);
+    }
+    Ok(())
+}
+
+#[test]
+fn lz4_narrows_the_family_layouts_lead_on_circulation_but_it_still_wins() -> TestResult {
+    let r = layout()?;
+    let (q, z) = (&r.circulation, &r.lz4.circulation);
+    assert_eq!((z.row_cells, z.family_cells), (q.row_cells, q.family_cells));
+    assert!(z.row_layout.pages_touched < q.row_layout.pages_touched);
+    assert!(z.family_layout.pages_touched < q.family_layout.pages_touched);
+    // Long repetitive text compresses more than small cells whose keys are
+    // already prefix-compressed: the row layout gains more.
+    let shrink = |name: &str| {
+        r.lz4
+            .family(name)
+            .map_or(0.0, |f| f.uncompressed_data_bytes as f64 / f.data_bytes as f64)
+    };
+    assert!(shrink("all_fields") > shrink("circulation"));
+    assert!(z.ratio() < q.ratio());
+    assert!(z.ratio() > 1.0, "LZ4 ratio {}", z.ratio());
+    // Every block was read from the file and decompressed: no block cache.
+    assert!(z.row_layout.decompressed_bytes > z.row_layout.data_bytes);
     Ok(())
 }
 

@@ -582,7 +582,7 @@ impl LayoutReport {
         };
         let verdict = if z.ratio() > 1.0 {
             format!(
-                "The family layout still wins the circulation query, by {:.1}x instead of {:.1}x: compression \
+                "The family layout still wins the circulation query, by {:.2}x instead of {:.2}x: compression \
                  shrinks the bytes a query reads, not which fields it reads. The row layout still reads (and now \
                  also decompresses) every field of every row to find three of them; the family layout reads \
                  only the three.",
@@ -598,8 +598,9 @@ impl LayoutReport {
         };
         let r = &self.lz4.record;
         format!(
-            "{helps_more}\n{verdict}\nOne record: {} against {} with LZ4 ({} against {} without); the blocks \
-             a point read needs are smaller, but a read still needs one block per family.\n",
+            "what LZ4 changed:\n  - {helps_more}\n  - {verdict}\n  - One record: {} against {} with LZ4 ({} \
+             against {} without); the blocks a point read needs are smaller, but a read still needs one block per \
+             family.\n",
             pages(r.family_layout.pages_touched),
             pages(r.row_layout.pages_touched),
             self.record.family_layout.pages_touched,
