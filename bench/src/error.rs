@@ -10,6 +10,12 @@ pub enum Error {
     /// The engine failed (I/O, corruption, a refused write...).
     #[error(transparent)]
     Engine(#[from] cellar_engine::Error),
+    /// A table file read directly (the `codecs` bench) could not be read.
+    #[error(transparent)]
+    Table(#[from] cellar_sstable::Error),
+    /// A block codec failed or did not give back what it was given.
+    #[error("{0}")]
+    Codec(String),
     /// A file-system call made by the lesson itself failed.
     #[error("{path}: {source}")]
     Io {

@@ -20,6 +20,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod codecs;
 pub mod crash;
 mod error;
 pub mod lesson;

@@ -531,10 +531,19 @@ fn with_lz4_both_layouts_store_the_same_cells_in_fewer_bytes() -> TestResult {
     let r = layout()?;
     for f in &r.families {
         let z = r.lz4.family(&f.name).ok_or("no LZ4 family")?;
-        assert_eq!((z.cells, z.value_bytes, z.raw_key_bytes), (f.cells, f.value_bytes, f.raw_key_bytes));
+        assert_eq!(
+            (z.cells, z.value_bytes, z.raw_key_bytes),
+            (f.cells, f.value_bytes, f.raw_key_bytes)
+        );
         // The compressed store's blocks, built raw, are the plain store's blocks.
         assert_eq!(z.uncompressed_data_bytes, f.data_bytes, "{}", f.name);
-        assert!(z.data_bytes < f.data_bytes / 2, "{}: {} of {}", f.name, z.data_bytes, f.data_bytes);
+        assert!(
+            z.data_bytes < f.data_bytes / 2,
+            "{}: {} of {}",
+            f.name,
+            z.data_bytes,
+            f.data_bytes
+        );
     }
     Ok(())
 }

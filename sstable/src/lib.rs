@@ -75,7 +75,7 @@ pub use block::{Block, BlockBuilder, BlockIter, KeyEncoding, MAX_TRAILER_WORDS};
 pub use bloom::{expected_false_positive_rate, filter_hash, probes_for, BloomFilter, BloomFilterBuilder};
 pub use builder::{TableBuilder, TableOptions, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use cache::BlockCache;
-pub use compression::{Codec, Compression, ZSTD_LEVELS};
+pub use compression::{decompress, Codec, Compression, Compressor, ZSTD_LEVELS};
 pub use cost::{ReadCost, PAGE_SIZE};
 pub use error::{Error, Result};
 pub use format::{
