@@ -525,6 +525,8 @@ fn space_amplification_stays_at_one_through_the_puts_then_rises_to_two() -> Test
     }
     let last = r.amplification.last().map(|p| p.space_amplification);
     assert_eq!(last, Some(r.loaded.space_amplification));
+    Ok(())
+}
 
 #[test]
 fn with_lz4_both_layouts_store_the_same_cells_in_fewer_bytes() -> TestResult {
