@@ -137,6 +137,18 @@ pub fn read_path(engine: &str, cache: Option<u64>) -> String {
     }
 }
 
+/// [`read_path`] for a run whose engines compress their data blocks with
+/// `compression`: cellar then also keeps a block cache, of decompressed blocks.
+pub fn read_path_with(engine: &str, cache: Option<u64>, compression: Compression) -> String {
+    if engine.starts_with("cellar") && compression != Compression::None {
+        "tables mapped into memory (mmap): compressed blocks decompressed into a 32 MiB block cache (its \
+         default), raw ones read from the OS page cache"
+            .into()
+    } else {
+        read_path(engine, cache)
+    }
+}
+
 /// What kind of benchmark a run is.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Mode {

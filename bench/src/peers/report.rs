@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::memory::Memory;
 use super::workloads::{self, Measured, RunReport, WORKLOADS};
-use super::{extra_note, human, median_of, mib, ratio, read_path, Config, Runs, ENTRY_BYTES, PEERS, SAME_KEYS};
+use super::{extra_note, human, median_of, mib, ratio, read_path_with, Config, Runs, ENTRY_BYTES, PEERS, SAME_KEYS};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use cellar_engine::Compression;
@@ -254,14 +254,13 @@ pub fn render(config: &Config, runs: &Runs, hits: &str) -> String {
         let _ = writeln!(
             out,
             "compression: {} on every engine's data blocks (index blocks raw), the same 4 KiB blocks and 10 bloom \
-             bits; values half compressible, as db_bench's default --compression_ratio=0.5; cellar decompresses \
-             into a 32 MiB block cache of its own (raw blocks still come from the map)",
+             bits; values half compressible, as db_bench's default --compression_ratio=0.5",
             config.compression
         );
     }
     let _ = writeln!(out, "read path and cache:");
     for e in &engines {
-        let _ = writeln!(out, "  {e:<16} {}", read_path(e, config.cache));
+        let _ = writeln!(out, "  {e:<16} {}", read_path_with(e, config.cache, config.compression));
     }
     let _ = writeln!(out, "{hits}\n");
     throughput_table(&mut out, &main, &peers, runs);
