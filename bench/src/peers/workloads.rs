@@ -160,6 +160,13 @@ pub enum ValueKind {
 pub(crate) struct Values {
     pool: Vec<u8>,
     at: usize,
+    /// How far the next value starts after this one: 97 bytes for random
+    /// bytes; the value's own length for compressible ones, as db_bench's
+    /// `RandomGenerator` steps, so every value is whole 100-byte pieces (a
+    /// value cut across two pieces would hold only part of its repeat, and
+    /// compress less the less its neighbours in a block are its neighbours
+    /// in the pool).
+    aligned: bool,
 }
 
 impl Values {
@@ -182,14 +189,18 @@ impl Values {
                 pool
             }
         };
-        Values { pool, at: 0 }
+        Values {
+            pool,
+            at: 0,
+            aligned: kind == ValueKind::HalfCompressible,
+        }
     }
     pub(crate) fn next(&mut self, len: usize) -> &[u8] {
         if self.at + len > self.pool.len() {
             self.at = 0;
         }
         let start = self.at;
-        self.at += 97;
+        self.at += if self.aligned { len } else { 97 };
         &self.pool[start..start + len]
     }
 }
