@@ -12,7 +12,7 @@ pub enum Error {
     Engine(#[from] cellar_engine::Error),
     /// A table file read directly (the `codecs` bench) could not be read.
     #[error(transparent)]
-    Table(#[from] cellar_sstable::Error),
+    TableFile(#[from] cellar_sstable::Error),
     /// A block codec failed or did not give back what it was given.
     #[error("{0}")]
     Codec(String),
