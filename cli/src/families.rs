@@ -133,6 +133,26 @@ pub fn create(ctx: &Context, store: &Store, a: &CreateArgs, out: &mut dyn Write)
     Ok(())
 }
 
+/// A family's options in one line, as `dump-manifest` prints them.
+pub fn options_text(o: &FamilyOptions) -> String {
+    format!(
+        "max versions {}, ttl {}, bloom bits {}, block size {}, tail copies {}, compaction {}",
+        o.max_versions,
+        o.ttl.map_or_else(|| "-".to_string(), duration_text),
+        o.bloom_bits_per_key,
+        o.block_size,
+        if o.tail_copies { "on" } else { "off" },
+        compaction_text(o.compaction_trigger)
+    )
+}
+
+fn compaction_text(trigger: usize) -> String {
+    match trigger {
+        0 => "off".to_string(),
+        n => format!("{n} runs"),
+    }
+}
+
 /// `families`: each family and its options.
 pub fn list(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Error> {
     let mut families = Vec::new();
@@ -172,10 +192,7 @@ pub fn list(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Err
                 o.block_size.to_string(),
                 if o.tail_copies { "on" } else { "off" }.to_string(),
                 o.compression.to_string(),
-                match o.compaction_trigger {
-                    0 => "off".to_string(),
-                    n => format!("{n} runs"),
-                },
+                compaction_text(o.compaction_trigger),
             ]
         })
         .collect();

@@ -17,6 +17,8 @@ use clap::{Parser, Subcommand};
 
 mod clock;
 mod dump;
+mod dump_log;
+mod dump_manifest;
 mod exchange;
 mod export;
 mod families;

@@ -27,7 +27,7 @@ use crate::families::{self, CreateArgs};
 use crate::format::unescape;
 use crate::reads::{self, CountArgs, ExplainArgs, GetArgs, ScanArgs, SliceArgs};
 use crate::stats::{self, file_name};
-use crate::{dump, export, load, Error};
+use crate::{dump, dump_log, dump_manifest, export, load, Error};
 
 /// Options that say which store to open and how to print.
 #[derive(Clone, Debug)]
@@ -75,6 +75,10 @@ pub enum StoreCommand {
     Files(FilesArgs),
     /// Decode one table file block by block, checking every checksum.
     Dump(dump::Args),
+    /// Decode one log segment record by record: every write batch.
+    DumpLog(dump_log::Args),
+    /// Decode the manifest edit by edit, and the state it builds.
+    DumpManifest(dump_manifest::Args),
     /// Run a read and print what it cost, source by source.
     Explain(ExplainArgs),
     /// Bulk load cells from CSV (row,column,value[,timestamp]) or JSON lines.
@@ -174,6 +178,8 @@ impl StoreCommand {
             StoreCommand::Stats => "stats",
             StoreCommand::Files(_) => "files",
             StoreCommand::Dump(_) => "dump",
+            StoreCommand::DumpLog(_) => "dump-log",
+            StoreCommand::DumpManifest(_) => "dump-manifest",
             StoreCommand::Explain(_) => "explain",
             StoreCommand::Load(_) => "load",
             StoreCommand::Export(_) => "export",
@@ -181,9 +187,12 @@ impl StoreCommand {
         }
     }
 
-    /// Whether the command needs an open store (`dump` reads one file).
+    /// Whether the command needs an open store (the dumps read files).
     pub fn needs_store(&self) -> bool {
-        !matches!(self, StoreCommand::Dump(_))
+        !matches!(
+            self,
+            StoreCommand::Dump(_) | StoreCommand::DumpLog(_) | StoreCommand::DumpManifest(_)
+        )
     }
 
     /// Whether the command does something with a switch. A switch given to a
@@ -203,8 +212,13 @@ impl StoreCommand {
                     | C::Files(_)
                     | C::Explain(_)
             ),
-            Switch::Human => matches!(self, C::Get(_) | C::Slice(_) | C::Scan(_) | C::Explain(_) | C::Dump(_)),
-            Switch::Dir | Switch::Family => self.needs_store(),
+            Switch::Human => matches!(
+                self,
+                C::Get(_) | C::Slice(_) | C::Scan(_) | C::Explain(_) | C::Dump(_) | C::DumpLog(_)
+            ),
+            // Without a FILE, dump-manifest reads the manifest of --dir.
+            Switch::Dir => self.needs_store() || matches!(self, C::DumpManifest(a) if a.file.is_none()),
+            Switch::Family => self.needs_store(),
         }
     }
 }
@@ -290,6 +304,8 @@ pub fn new_family_options(command: &StoreCommand) -> FamilyOptions {
 pub fn run(ctx: &Context, store: Option<&Store>, command: &StoreCommand, out: &mut dyn Write) -> Result<(), Error> {
     let store = match (command, store) {
         (StoreCommand::Dump(args), _) => return dump::run(args, ctx.human, out),
+        (StoreCommand::DumpLog(args), _) => return dump_log::run(args, ctx.human, out),
+        (StoreCommand::DumpManifest(args), _) => return dump_manifest::run(args, &ctx.dir, out),
         (_, Some(store)) => store,
         (_, None) => return Err("no store is open".into()),
     };
@@ -339,7 +355,7 @@ pub fn run(ctx: &Context, store: Option<&Store>, command: &StoreCommand, out: &m
         StoreCommand::Load(a) => load::run(store, a, out)?,
         StoreCommand::Export(a) => export::run(store, a, out)?,
         StoreCommand::Check => check(store, out)?,
-        StoreCommand::Dump(_) => {}
+        StoreCommand::Dump(_) | StoreCommand::DumpLog(_) | StoreCommand::DumpManifest(_) => {}
     }
     Ok(())
 }

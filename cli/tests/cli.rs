@@ -614,6 +614,13 @@ fn stats_show_no_ratio_without_writes_and_the_store_write_amplification() -> Res
     assert_eq!(json["write_amplification"], Value::Null);
     assert_eq!(json["families"][0]["write_amplification"], Value::Null);
 
+    // A put in one process is flushed by the next open: one flush, counted.
+    ok(dir, &["put", "t", "r", "c", "v", "--ts", "1"])?;
+    let json: Value = serde_json::from_str(&ok(dir, &["stats", "--json"])?)?;
+    let t = &json["families"][0];
+    assert!(t["flush_bytes_written"].as_u64() > Some(0), "{t}");
+    assert_eq!(t["flushes"], 1, "{t}");
+
     // In one process: 2 puts of 3 user bytes each, then a flush.
     let script = "put t r a 1 --ts 1\nput t r b 2 --ts 1\nflush\nstats --json\n";
     let out = common::shell(dir, &[], script)?.1;
@@ -1024,5 +1031,90 @@ fn a_compressed_family_shows_its_codec_in_files_dump_and_explain() -> Result {
         (Some(1), Some(0))
     );
     assert_eq!(json["decompressed_bytes"], raw.map(|r| r - 5).ok_or("no size")?);
+    Ok(())
+}
+
+/// A store whose log holds writes the tables do not: a shell's session,
+/// flushed halfway. Returns the folder and the path of its log segment.
+fn store_with_a_log() -> Result<(tempfile::TempDir, std::path::PathBuf)> {
+    let tmp = tempfile::tempdir()?;
+    let script = "put books book:1 title Dune --ts 1000\n\
+                  delete books book:1 isbn --ts 1001\n\
+                  flush\n\
+                  put books book:3 title Emma --ts 1003\n\
+                  delete-row books book:2 --ts 1004\n";
+    cellar(tmp.path())
+        .args(["--family", "books", "shell"])
+        .write_stdin(script)
+        .assert()
+        .success();
+    let log = std::fs::read_dir(tmp.path())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .ok_or("no log segment")?;
+    Ok((tmp, log))
+}
+
+fn dump_file(command: &str, file: &Path) -> Result<(Option<i32>, String, String)> {
+    let output = assert_cmd::Command::new(common::bin())
+        .arg(command)
+        .arg(file)
+        .output()?;
+    Ok((
+        output.status.code(),
+        String::from_utf8(output.stdout)?,
+        String::from_utf8(output.stderr)?,
+    ))
+}
+
+#[test]
+fn dump_log_shows_each_batch_of_the_segment() -> Result {
+    let (_tmp, log) = store_with_a_log()?;
+    let (code, out, _) = dump_file("dump-log", &log)?;
+    assert_eq!(code, Some(0));
+    let lines: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(
+        lines,
+        [
+            "record at 0 (52 bytes): 1 write(s) from sequence 3",
+            "  books: row=book:3 column=title timestamp=1003 seq=3 put value=Emma",
+            "record at 60 (43 bytes): 1 write(s) from sequence 4",
+            "  books: row=book:2 column=* timestamp=1004 seq=4 delete-row",
+        ]
+    );
+    // A flipped byte in the first record: reported, and the second still read.
+    let mut bytes = std::fs::read(&log)?;
+    *bytes.get_mut(20).ok_or("short log")? ^= 0xFF;
+    std::fs::write(&log, bytes)?;
+    let (code, out, err) = dump_file("dump-log", &log)?;
+    assert_eq!(code, Some(1));
+    assert!(out.contains("DAMAGED at 0 (60 bytes): checksum mismatch"), "{out}");
+    assert!(
+        out.contains("  books: row=book:2 column=* timestamp=1004 seq=4 delete-row"),
+        "{out}"
+    );
+    assert_eq!(err, format!("cellar: {}: 1 damaged range(s)\n", log.display()));
+    Ok(())
+}
+
+#[test]
+fn dump_manifest_shows_each_edit_group_and_the_state_they_build() -> Result {
+    let (tmp, _) = store_with_a_log()?;
+    let out = ok(tmp.path(), &["dump-manifest"])?;
+    assert!(
+        out.contains(
+            "  add family 1 \"books\": max versions 1, ttl -, bloom bits 10, block size 4096, tail copies off, \
+             compaction 4 runs\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("  add to books: table 000005.sst, run 4, ") && out.contains("2 entries (1 tombstones)"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("  books (id 1): 1 table file(s), 286 bytes [000005.sst]; log from 000003.log\n"),
+        "{out}"
+    );
     Ok(())
 }

@@ -48,6 +48,7 @@ mod clock;
 mod compaction;
 mod error;
 mod files;
+pub mod inspect;
 pub mod key;
 mod log;
 mod manifest;

@@ -27,7 +27,7 @@ mod state;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub(crate) use edit::{Edit, TableMeta};
+pub(crate) use edit::{decode_edits, Edit, TableMeta};
 pub(crate) use file::{apply_record, live_manifest, manifest_file_name};
 pub(crate) use state::{FamilyState, ManifestState};
 

@@ -283,6 +283,9 @@ fn flush_replayed(
         let mut output = TableOutput::new(&fam.dir, next_file, &fam.options, run, false);
         // Every replayed write is visible to every reader of the opened store.
         compaction::flush_memtable(memtable, &fam.options, u64::MAX, crate::clock::now_ms(), &mut output)?;
+        // A flush like any other: counted, so that `flushes` and
+        // `flush_bytes_written` agree.
+        fam.counters.flushes.fetch_add(1, Ordering::Relaxed);
         for table in output.finish()? {
             fam.counters.flush_bytes.fetch_add(table.meta.size, Ordering::Relaxed);
             edits.push(Edit::AddTable {
