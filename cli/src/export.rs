@@ -16,9 +16,8 @@
 
 use std::io::Write;
 
-use cellar::Store;
-
 use crate::exchange::{self, Entry, Format};
+use crate::opened::Opened;
 use crate::reads::RowArgs;
 use crate::store_cmds::known_family;
 use crate::Error;
@@ -36,7 +35,7 @@ pub struct Args {
 }
 
 /// Writes the family's cells to `out`, one line each.
-pub fn run(store: &Store, a: &Args, out: &mut dyn Write) -> Result<(), Error> {
+pub fn run(store: &Opened, a: &Args, out: &mut dyn Write) -> Result<(), Error> {
     known_family(store, &a.family)?;
     let snap = store.snapshot();
     let one_version = store.family_options(&a.family)?.max_versions == 1;

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 use crate::clock::{self, duration_text};
 use crate::format;
+use crate::opened::Opened;
 use crate::store_cmds::Context;
 use crate::Error;
 
@@ -154,7 +155,7 @@ fn compaction_text(trigger: usize) -> String {
 }
 
 /// `families`: each family and its options.
-pub fn list(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Error> {
+pub fn list(ctx: &Context, store: &Opened, out: &mut dyn Write) -> Result<(), Error> {
     let mut families = Vec::new();
     for name in store.families() {
         let options = store.family_options(&name)?;

@@ -26,6 +26,7 @@ mod format;
 mod keys;
 mod lesson;
 mod load;
+mod opened;
 mod picture;
 mod reads;
 mod repair;
@@ -56,6 +57,10 @@ struct Cli {
     /// Print on stderr how long the command took (in the shell, after each line).
     #[arg(long, global = true)]
     time: bool,
+    /// Open the store to read only: no lock taken, nothing written, so it
+    /// works beside a running shell or on a copy that cannot be written.
+    #[arg(long, global = true)]
+    read_only: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -121,6 +126,7 @@ fn check_switches(cli: &Cli, name: &str, uses: impl Fn(Switch) -> bool) -> Resul
         (Switch::Human, cli.human, "--human"),
         (Switch::Dir, cli.dir.is_some(), "--dir"),
         (Switch::Family, !cli.families.is_empty(), "--family"),
+        (Switch::ReadOnly, cli.read_only, "--read-only"),
     ];
     for (switch, on, flag) in given {
         if on && !uses(switch) {
@@ -145,6 +151,7 @@ fn run(cli: Cli) -> Result<(), Error> {
         families: cli.families.clone(),
         json: cli.json,
         human: cli.human,
+        read_only: cli.read_only,
     };
     let started = Instant::now();
     let mut opening = None;

@@ -11,10 +11,11 @@
 use std::io::Write;
 use std::path::Path;
 
-use cellar::{key, RowRange, Store, Trace};
+use cellar::{key, RowRange, Trace};
 use cellar_picture::{stack, Asked, Key, KeySpace, Page, ReadOnStack, Section, Stack};
 
 use crate::format::escape;
+use crate::opened::Opened;
 use crate::Error;
 
 /// A row key to draw.
@@ -26,7 +27,7 @@ fn key_of(bytes: &[u8]) -> Key {
 }
 
 /// The stack of `family` as the store holds it now.
-fn stack_of(store: &Store, family: &str) -> Result<Stack, Error> {
+fn stack_of(store: &Opened, family: &str) -> Result<Stack, Error> {
     let stats = store.stats()?;
     let f = stats
         .family(family)
@@ -67,7 +68,7 @@ fn write_page(page: &Page, path: &Path, out: &mut dyn Write) -> Result<(), Error
 
 /// `explain ... --report FILE`: the family's stack with the read through it.
 pub fn explain(
-    store: &Store,
+    store: &Opened,
     family: &str,
     label: &str,
     asked: Asked,
@@ -100,7 +101,7 @@ pub fn explain(
 }
 
 /// `files --report FILE`: one stack per family.
-pub fn files(store: &Store, path: &Path, out: &mut dyn Write) -> Result<(), Error> {
+pub fn files(store: &Opened, path: &Path, out: &mut dyn Write) -> Result<(), Error> {
     let mut page = Page::new("cellar files");
     page.intro("Each family as a stack of its sources: the memtable, then the table files in the order a read consults them (newest first). A bar spans the source's first to last row in byte order; the dark band at its foot grows with its share of tombstones. Rest the pointer on a bar for its key range and counts.");
     for family in store.families() {

@@ -22,11 +22,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 
-use cellar::{Cell, ColumnRange, Compression, Row, RowRange, Settled, Snapshot, SourceKind, Store, Trace};
+use cellar::{Cell, ColumnRange, Compression, Row, RowRange, Settled, Snapshot, SourceKind, Trace};
 use serde_json::{json, Value};
 
 use crate::clock;
 use crate::format::{self, escape, unescape};
+use crate::opened::Opened;
 use crate::picture;
 use crate::store_cmds::{known_family, Context};
 use crate::Error;
@@ -320,7 +321,7 @@ fn scan(snap: &Snapshot, a: &ScanArgs) -> Result<(Vec<Row>, Trace), Error> {
 }
 
 /// `get`: the cells in the HBase shell's layout, or JSON.
-pub fn get_cmd(ctx: &Context, store: &Store, a: &GetArgs, out: &mut dyn Write) -> Result<(), Error> {
+pub fn get_cmd(ctx: &Context, store: &Opened, a: &GetArgs, out: &mut dyn Write) -> Result<(), Error> {
     known_family(store, &a.family)?;
     let snap = &store.snapshot();
     let (row, cells, _) = get(snap, a)?;
@@ -328,7 +329,7 @@ pub fn get_cmd(ctx: &Context, store: &Store, a: &GetArgs, out: &mut dyn Write) -
 }
 
 /// `slice`: the cells in the HBase shell's layout, or JSON.
-pub fn slice_cmd(ctx: &Context, store: &Store, a: &SliceArgs, out: &mut dyn Write) -> Result<(), Error> {
+pub fn slice_cmd(ctx: &Context, store: &Opened, a: &SliceArgs, out: &mut dyn Write) -> Result<(), Error> {
     known_family(store, &a.family)?;
     let snap = &store.snapshot();
     let (row, cells, _) = slice(snap, a)?;
@@ -336,7 +337,7 @@ pub fn slice_cmd(ctx: &Context, store: &Store, a: &SliceArgs, out: &mut dyn Writ
 }
 
 /// `scan`: the rows in the HBase shell's layout, or JSON.
-pub fn scan_cmd(ctx: &Context, store: &Store, a: &ScanArgs, out: &mut dyn Write) -> Result<(), Error> {
+pub fn scan_cmd(ctx: &Context, store: &Opened, a: &ScanArgs, out: &mut dyn Write) -> Result<(), Error> {
     known_family(store, &a.family)?;
     let snap = &store.snapshot();
     let (rows, _) = scan(snap, a)?;
@@ -356,7 +357,7 @@ pub fn scan_cmd(ctx: &Context, store: &Store, a: &ScanArgs, out: &mut dyn Write)
 }
 
 /// `count`: rows and cells in a range (HBase's `count`), read as a scan.
-pub fn count_cmd(ctx: &Context, store: &Store, a: &CountArgs, out: &mut dyn Write) -> Result<(), Error> {
+pub fn count_cmd(ctx: &Context, store: &Opened, a: &CountArgs, out: &mut dyn Write) -> Result<(), Error> {
     known_family(store, &a.family)?;
     let snap = &store.snapshot();
     let (mut rows, mut cells) = (0u64, 0u64);
@@ -384,7 +385,7 @@ fn print_cells(ctx: &Context, family: &str, row: &[u8], cells: &[Cell], out: &mu
 
 /// `explain`: runs the read, prints its result, then its [`Trace`]: the
 /// sources newest first, how each was settled and what it cost.
-pub fn explain(ctx: &Context, store: &Store, args: &ExplainArgs, out: &mut dyn Write) -> Result<(), Error> {
+pub fn explain(ctx: &Context, store: &Opened, args: &ExplainArgs, out: &mut dyn Write) -> Result<(), Error> {
     let read = &args.read;
     let snap = &store.snapshot();
     let plain = match read {
@@ -529,7 +530,7 @@ pub fn explain(ctx: &Context, store: &Store, args: &ExplainArgs, out: &mut dyn W
 
 /// With `--report FILE`: the family's stack and the read through it, drawn.
 fn draw_report(
-    store: &Store,
+    store: &Opened,
     family: &str,
     args: &ExplainArgs,
     trace: &Trace,

@@ -29,6 +29,7 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
 use rustyline::{CompletionType, Config, Editor, Helper};
 
+use crate::opened::Opened;
 use crate::store_cmds::{self, Context, StoreCommand, Switch};
 use crate::{families, is_broken_pipe, took, Error};
 
@@ -79,7 +80,7 @@ pub fn run(ctx: &Context, time: bool) -> Result<(), Error> {
 struct Session {
     ctx: Context,
     time: bool,
-    store: cellar::Store,
+    store: Opened,
     failures: usize,
 }
 
@@ -215,11 +216,15 @@ impl Session {
             ..self.ctx.clone()
         };
         let started = Instant::now();
-        families::ensure(
-            &self.store,
-            &ctx.families,
-            &store_cmds::new_family_options(&parsed.command),
-        )?;
+        if !parsed.families.is_empty() {
+            let what = if parsed.command.writes() {
+                parsed.command.name()
+            } else {
+                "--family"
+            };
+            let store = self.store.writable(what)?;
+            families::ensure(store, &ctx.families, &store_cmds::new_family_options(&parsed.command))?;
+        }
         store_cmds::run(&ctx, Some(&self.store), &parsed.command, &mut out)?;
         out.flush()?;
         if parsed.time && !self.time {

@@ -15,10 +15,11 @@
 use std::io::Write;
 use std::path::Path;
 
-use cellar::{FamilyStats, Store};
+use cellar::FamilyStats;
 use serde_json::{json, Value};
 
 use crate::format;
+use crate::opened::Opened;
 use crate::store_cmds::Context;
 use crate::Error;
 
@@ -37,7 +38,7 @@ fn or_dash(x: Option<f64>) -> String {
 
 /// `stats`: one column per family, one line per measure, then the store's
 /// write amplification.
-pub fn stats(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Error> {
+pub fn stats(ctx: &Context, store: &Opened, out: &mut dyn Write) -> Result<(), Error> {
     let stats = store.stats()?;
     let store_amp = amplification(stats.disk_bytes_written(), stats.user_bytes_written());
     if ctx.json {
@@ -125,7 +126,7 @@ pub fn stats(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Er
 }
 
 /// `files`: every table file, oldest run first, keys shown as `row/column@ts`.
-pub fn files(ctx: &Context, store: &Store, out: &mut dyn Write) -> Result<(), Error> {
+pub fn files(ctx: &Context, store: &Opened, out: &mut dyn Write) -> Result<(), Error> {
     let tables = store.tables();
     if ctx.json {
         let list: Vec<Value> = tables

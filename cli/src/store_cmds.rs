@@ -20,11 +20,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cellar::{Error as StoreError, FamilyOptions, Store, StoreOptions};
+use cellar::{Error as StoreError, FamilyOptions, ReadOnlyStore, Store, StoreOptions};
 
 use crate::clock;
 use crate::families::{self, CreateArgs};
 use crate::format::unescape;
+use crate::opened::Opened;
 use crate::reads::{self, CountArgs, ExplainArgs, GetArgs, ScanArgs, SliceArgs};
 use crate::stats::{self, file_name};
 use crate::{dump, dump_log, dump_manifest, export, load, Error};
@@ -40,6 +41,8 @@ pub struct Context {
     pub json: bool,
     /// Print timestamps as dates.
     pub human: bool,
+    /// Open the store to read only (`--read-only`).
+    pub read_only: bool,
 }
 
 /// The commands that `cellar` and `cellar shell` share.
@@ -158,6 +161,8 @@ pub enum Switch {
     Dir,
     /// `--family`.
     Family,
+    /// `--read-only`.
+    ReadOnly,
 }
 
 impl StoreCommand {
@@ -185,6 +190,16 @@ impl StoreCommand {
             StoreCommand::Export(_) => "export",
             StoreCommand::Check => "check",
         }
+    }
+
+    /// Whether the command changes the store (and so needs it opened for
+    /// writing, not `--read-only`).
+    pub fn writes(&self) -> bool {
+        use StoreCommand as C;
+        matches!(
+            self,
+            C::Create(_) | C::Put(_) | C::Delete(_) | C::DeleteRow(_) | C::Flush | C::Compact(_) | C::Load(_)
+        )
     }
 
     /// Whether the command needs an open store (the dumps read files).
@@ -219,6 +234,8 @@ impl StoreCommand {
             // Without a FILE, dump-manifest reads the manifest of --dir.
             Switch::Dir => self.needs_store() || matches!(self, C::DumpManifest(a) if a.file.is_none()),
             Switch::Family => self.needs_store(),
+            // A command that writes says so itself, more plainly.
+            Switch::ReadOnly => self.needs_store(),
         }
     }
 }
@@ -264,12 +281,33 @@ fn check_folder(dir: &Path) -> Result<(), Error> {
 /// Opens the store in `ctx.dir`, creating it and any `--family` that is
 /// missing, with `options`. A folder without a store is only created when
 /// families are named, so a mistyped `--dir` does not silently make an empty
-/// store, and only when it is new or empty.
-pub fn open(ctx: &Context, options: &FamilyOptions) -> Result<Store, Error> {
-    let create = !ctx.families.is_empty();
+/// store, and only when it is new or empty. With `--read-only` nothing is
+/// created (or written).
+pub fn open(ctx: &Context, options: &FamilyOptions) -> Result<Opened, Error> {
     check_folder(&ctx.dir)?;
+    if ctx.read_only {
+        if !ctx.families.is_empty() {
+            return Err("--family creates families, and --read-only writes nothing: give one of them".into());
+        }
+        return Ok(Opened::ReadOnly(
+            ReadOnlyStore::open(&ctx.dir).map_err(|e| explain_open_error(ctx, e))?,
+        ));
+    }
+    let create = !ctx.families.is_empty();
     let store_options = StoreOptions::default().create_if_missing(create);
-    let store = Store::open(&ctx.dir, store_options).map_err(|e| match e {
+    let store = Store::open(&ctx.dir, store_options).map_err(|e| explain_open_error(ctx, e))?;
+    // Declared here rather than in StoreOptions: declaring an existing family
+    // there would overwrite the options it was created with.
+    families::ensure(&store, &ctx.families, options)?;
+    // Opening may start a compaction (the log just flushed may complete a
+    // tier); wait, so that what this command prints does not depend on timing.
+    store.wait_for_background_work()?;
+    Ok(Opened::Writable(store))
+}
+
+/// An open error, with what to do about it.
+fn explain_open_error(ctx: &Context, e: StoreError) -> Error {
+    match e {
         StoreError::NotAStore { dir } => Error::from(format!(
             "{} is not a cellar store: create one with `cellar --dir {} create --family NAME`",
             dir.display(),
@@ -282,14 +320,7 @@ pub fn open(ctx: &Context, options: &FamilyOptions) -> Result<Store, Error> {
             ctx.dir.display()
         )),
         other => other.into(),
-    })?;
-    // Declared here rather than in StoreOptions: declaring an existing family
-    // there would overwrite the options it was created with.
-    families::ensure(&store, &ctx.families, options)?;
-    // Opening may start a compaction (the log just flushed may complete a
-    // tier); wait, so that what this command prints does not depend on timing.
-    store.wait_for_background_work()?;
-    Ok(store)
+    }
 }
 
 /// The options a command creates missing `--family` families with.
@@ -300,70 +331,86 @@ pub fn new_family_options(command: &StoreCommand) -> FamilyOptions {
     }
 }
 
-/// Runs one command on an open store (or none, for `dump`).
-pub fn run(ctx: &Context, store: Option<&Store>, command: &StoreCommand, out: &mut dyn Write) -> Result<(), Error> {
-    let store = match (command, store) {
+/// Runs one command on an open store (or none, for the dumps).
+pub fn run(ctx: &Context, store: Option<&Opened>, command: &StoreCommand, out: &mut dyn Write) -> Result<(), Error> {
+    let opened = match (command, store) {
         (StoreCommand::Dump(args), _) => return dump::run(args, ctx.human, out),
         (StoreCommand::DumpLog(args), _) => return dump_log::run(args, ctx.human, out),
         (StoreCommand::DumpManifest(args), _) => return dump_manifest::run(args, &ctx.dir, out),
-        (_, Some(store)) => store,
+        (_, Some(opened)) => opened,
         (_, None) => return Err("no store is open".into()),
     };
+    if command.writes() {
+        let store = opened.writable(command.name())?;
+        return write(ctx, store, command, out);
+    }
     match command {
-        StoreCommand::Create(a) => families::create(ctx, store, a, out)?,
-        StoreCommand::Families => families::list(ctx, store, out)?,
-        StoreCommand::Put(a) => {
-            let family = known_family(store, &a.family)?;
-            let (row, column, value) = (row_key(&a.row)?, unescape(&a.column)?, unescape(&a.value)?);
-            match a.ts {
-                Some(ts) => store.put_at(family, row, column, ts, value)?,
-                None => store.put(family, row, column, value)?,
+        StoreCommand::Families => families::list(ctx, opened, out)?,
+        StoreCommand::Get(a) => reads::get_cmd(ctx, opened, a, out)?,
+        StoreCommand::Slice(a) => reads::slice_cmd(ctx, opened, a, out)?,
+        StoreCommand::Scan(a) => reads::scan_cmd(ctx, opened, a, out)?,
+        StoreCommand::Count(a) => reads::count_cmd(ctx, opened, a, out)?,
+        StoreCommand::Stats => stats::stats(ctx, opened, out)?,
+        StoreCommand::Files(a) => {
+            stats::files(ctx, opened, out)?;
+            if let Some(path) = &a.report {
+                // With --json the document stays the whole of stdout.
+                let quiet = &mut std::io::sink();
+                crate::picture::files(opened, path, if ctx.json { quiet } else { out })?;
             }
         }
-        StoreCommand::Get(a) => reads::get_cmd(ctx, store, a, out)?,
-        StoreCommand::Slice(a) => reads::slice_cmd(ctx, store, a, out)?,
-        StoreCommand::Scan(a) => reads::scan_cmd(ctx, store, a, out)?,
-        StoreCommand::Count(a) => reads::count_cmd(ctx, store, a, out)?,
+        StoreCommand::Explain(a) => reads::explain(ctx, opened, a, out)?,
+        StoreCommand::Export(a) => export::run(opened, a, out)?,
+        StoreCommand::Check => check(opened, out)?,
+        _ => return Err(format!("`{}` is not a reading command", command.name()).into()),
+    }
+    Ok(())
+}
+
+/// Runs a command that writes.
+fn write(ctx: &Context, store: &Store, command: &StoreCommand, out: &mut dyn Write) -> Result<(), Error> {
+    let known = |family: &str| known_family_in(&store.families(), family).map(|_| ());
+    match command {
+        StoreCommand::Create(a) => families::create(ctx, store, a, out)?,
+        StoreCommand::Put(a) => {
+            known(&a.family)?;
+            let (row, column, value) = (row_key(&a.row)?, unescape(&a.column)?, unescape(&a.value)?);
+            match a.ts {
+                Some(ts) => store.put_at(&a.family, row, column, ts, value)?,
+                None => store.put(&a.family, row, column, value)?,
+            }
+        }
         StoreCommand::Delete(a) => {
-            let family = known_family(store, &a.family)?;
+            known(&a.family)?;
             let (row, column) = (row_key(&a.row)?, unescape(&a.column)?);
             match a.ts {
-                Some(ts) => store.delete_at(family, row, column, ts)?,
-                None => store.delete(family, row, column)?,
+                Some(ts) => store.delete_at(&a.family, row, column, ts)?,
+                None => store.delete(&a.family, row, column)?,
             }
         }
         StoreCommand::DeleteRow(a) => {
-            let family = known_family(store, &a.family)?;
+            known(&a.family)?;
             let row = row_key(&a.row)?;
             match a.ts {
-                Some(ts) => store.delete_row_at(family, row, ts)?,
-                None => store.delete_row(family, row)?,
+                Some(ts) => store.delete_row_at(&a.family, row, ts)?,
+                None => store.delete_row(&a.family, row)?,
             }
         }
         StoreCommand::Flush => flush(store, out)?,
         StoreCommand::Compact(a) => compact(store, a.family.as_deref(), out)?,
-        StoreCommand::Stats => stats::stats(ctx, store, out)?,
-        StoreCommand::Files(a) => {
-            stats::files(ctx, store, out)?;
-            if let Some(path) = &a.report {
-                // With --json the document stays the whole of stdout.
-                let quiet = &mut std::io::sink();
-                crate::picture::files(store, path, if ctx.json { quiet } else { out })?;
-            }
-        }
-        StoreCommand::Explain(a) => reads::explain(ctx, store, a, out)?,
         StoreCommand::Load(a) => load::run(store, a, out)?,
-        StoreCommand::Export(a) => export::run(store, a, out)?,
-        StoreCommand::Check => check(store, out)?,
-        StoreCommand::Dump(_) | StoreCommand::DumpLog(_) | StoreCommand::DumpManifest(_) => {}
+        _ => return Err(format!("`{}` does not write", command.name()).into()),
     }
     Ok(())
 }
 
 /// The family name if the store has it; otherwise an error that lists the
 /// families it does have.
-pub fn known_family<'a>(store: &Store, family: &'a str) -> Result<&'a str, Error> {
-    let families = store.families();
+pub fn known_family<'a>(store: &Opened, family: &'a str) -> Result<&'a str, Error> {
+    known_family_in(&store.families(), family)
+}
+
+fn known_family_in<'a>(families: &[String], family: &'a str) -> Result<&'a str, Error> {
     if families.iter().any(|f| f == family) {
         Ok(family)
     } else if families.is_empty() {
@@ -408,7 +455,7 @@ fn flush(store: &Store, out: &mut dyn Write) -> Result<(), Error> {
 /// space amplification (stored entries / live entries) before and after.
 fn compact(store: &Store, family: Option<&str>, out: &mut dyn Write) -> Result<(), Error> {
     let families = match family {
-        Some(f) => vec![known_family(store, f)?.to_string()],
+        Some(f) => vec![known_family_in(&store.families(), f)?.to_string()],
         None => store.families(),
     };
     for family in families {
@@ -445,7 +492,7 @@ fn compact(store: &Store, family: Option<&str>, out: &mut dyn Write) -> Result<(
 
 /// `check`: verifies each table file on its own, so that one damaged file
 /// does not hide the state of the others; fails if any is damaged.
-fn check(store: &Store, out: &mut dyn Write) -> Result<(), Error> {
+fn check(store: &Opened, out: &mut dyn Write) -> Result<(), Error> {
     let tables = store.tables();
     let mut damaged = 0;
     for t in &tables {

@@ -1118,3 +1118,57 @@ fn dump_manifest_shows_each_edit_group_and_the_state_they_build() -> Result {
     );
     Ok(())
 }
+
+#[test]
+fn read_only_commands_work_beside_a_running_shell_and_write_nothing() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    ok(dir, &["flush"])?;
+    // A shell holds the store, with a write only its log and memtable have.
+    let mut holder = StdCommand::new(common::bin())
+        .arg("--dir")
+        .arg(dir)
+        .arg("shell")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut stdin = holder.stdin.take().ok_or("no stdin")?;
+    writeln!(stdin, "put books book:2 title Emma --ts 1000\nfamilies")?;
+    let mut reader = BufReader::new(holder.stdout.take().ok_or("no stdout")?);
+    let mut answer = String::new();
+    reader.read_line(&mut answer)?;
+    let listing = |dir: &Path| -> Result<Vec<(String, u64)>> {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir)?.chain(std::fs::read_dir(dir.join("books"))?) {
+            let entry = entry?;
+            files.push((entry.path().display().to_string(), entry.metadata()?.len()));
+        }
+        files.sort();
+        Ok(files)
+    };
+    let before = listing(dir)?;
+    let read = |args: &[&str]| -> Result<String> {
+        let mut all = vec!["--read-only"];
+        all.extend_from_slice(args);
+        ok(dir, &all)
+    };
+    assert!(read(&["get", "books", "book:2"])?.contains("value=Emma"));
+    assert!(read(&["scan", "books"])?.ends_with("2 row(s)\n"));
+    assert!(read(&["explain", "get", "books", "book:1", "title"])?.contains("1 returned"));
+    assert!(read(&["stats"])?.contains("memtable entries            1\n"));
+    assert!(read(&["files"])?.ends_with("1 file(s)\n"));
+    assert!(read(&["check"])?.ends_with("1 table file(s) checked, no damage\n"));
+    assert_eq!(read(&["count", "books"])?, "2 row(s), 5 cell(s)\n");
+    assert_eq!(
+        fails(dir, &["--read-only", "put", "books", "book:3", "title", "Ulysses"])?,
+        "cellar: `put` writes, and the store is open read-only\n"
+    );
+    // Opening for writing still finds the shell's lock.
+    let locked = fails(dir, &["scan", "books"])?;
+    assert!(locked.contains("is locked by another process"), "{locked}");
+    assert_eq!(listing(dir)?, before, "the read-only commands wrote nothing");
+    drop(stdin);
+    holder.wait()?;
+    drop(reader);
+    Ok(())
+}

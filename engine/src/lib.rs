@@ -57,6 +57,7 @@ mod merge;
 mod options;
 mod output;
 mod read;
+mod read_only;
 mod recovery;
 mod source;
 mod stats;
@@ -74,6 +75,7 @@ pub use options::{
     MAX_ROW_BYTES, MAX_VALUE_BYTES,
 };
 pub use read::{Cell, ColumnRange, Row, RowRange, Scan, Snapshot};
+pub use read_only::ReadOnlyStore;
 pub use recovery::{LostFile, RepairReport, RepairedFamily, SkippedLog};
 pub use stats::{FamilyStats, Stats, TableInfo};
 pub use store::{CompactionReport, Store};
