@@ -37,8 +37,10 @@ fn rows(store: &ReadOnlyStore) -> Result<Vec<String>, Box<dyn StdError>> {
     Ok(keys)
 }
 
-/// Every file under `dir` with its bytes and modification time.
-fn files(dir: &Path) -> Result<BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)>, Box<dyn StdError>> {
+/// Every file and folder under a folder, with its bytes and modification time.
+type Files = BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)>;
+
+fn files(dir: &Path) -> Result<Files, Box<dyn StdError>> {
     let mut out = BTreeMap::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(folder) = pending.pop() {
