@@ -8,6 +8,7 @@
 //! Without FILE, the manifest the store's `CURRENT` names. Damage other than
 //! a torn tail makes the command fail. Nothing is locked or written.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -35,12 +36,17 @@ pub fn run(args: &Args, dir: &std::path::Path, out: &mut dyn Write) -> Result<()
         None => inspect::live_manifest(dir)?,
     };
     let dump = inspect::dump_manifest(&path)?;
-    let name = |id: u32| {
-        dump.families
-            .iter()
-            .find(|f| f.id == id)
-            .map_or_else(|| format!("family {id}"), |f| f.name.clone())
-    };
+    // Names by id from every record, so a family dropped since keeps its name.
+    let names: BTreeMap<u32, String> = dump
+        .records
+        .iter()
+        .flat_map(|r| &r.edits)
+        .filter_map(|e| match e {
+            ManifestEdit::AddFamily { id, name, .. } => Some((*id, name.clone())),
+            _ => None,
+        })
+        .collect();
+    let name = |id: u32| names.get(&id).cloned().unwrap_or_else(|| format!("family {id}"));
     writeln!(
         out,
         "{}: {} bytes, {} record(s)",
@@ -78,6 +84,7 @@ pub fn run(args: &Args, dir: &std::path::Path, out: &mut dyn Write) -> Result<()
                 }
                 ManifestEdit::LastSequence(n) => format!("last sequence {n}"),
                 ManifestEdit::NextFileNumber(n) => format!("next file number {n}"),
+                ManifestEdit::RemoveFamily { id } => format!("drop family {id} {:?}", name(*id)),
                 other => format!("{other:?}"),
             };
             writeln!(out, "  {text}")?;

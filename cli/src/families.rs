@@ -1,5 +1,6 @@
-//! Column families: `create` with a family's options, and `families`, which
-//! lists each family with them.
+//! Column families: `create` with a family's options, `families`, which
+//! lists each family with them, `alter` to change them, and `drop-family`
+//! and `truncate` (HBase's `drop` and `truncate` of a table).
 //!
 //! A family's options say how its data is kept (HBase's column family
 //! attributes: `VERSIONS`, `TTL`, `BLOOMFILTER`, `BLOCKSIZE`,
@@ -92,6 +93,85 @@ impl CreateArgs {
 /// Reads `--compression`.
 fn compression_arg(text: &str) -> Result<Compression, String> {
     Compression::parse(text).ok_or_else(|| format!("{text:?} is not none, lz4, zstd or zstd:LEVEL (1 to 22)"))
+}
+
+/// `alter FAMILY [options]`: the options given change, the others stay.
+#[derive(Debug, clap::Args)]
+pub struct AlterArgs {
+    /// Column family.
+    pub family: String,
+    #[command(flatten)]
+    pub options: CreateArgs,
+    /// Keep cells for ever (remove the TTL).
+    #[arg(long, conflicts_with = "ttl")]
+    pub no_ttl: bool,
+    /// Store every column name in full again (new files only).
+    #[arg(long, conflicts_with = "tail_copies")]
+    pub no_tail_copies: bool,
+}
+
+/// `drop-family FAMILY --yes` and `truncate FAMILY --yes`.
+#[derive(Debug, clap::Args)]
+pub struct ConfirmArgs {
+    /// Column family.
+    pub family: String,
+    /// Yes, delete its cells: they cannot be brought back.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// `alter`: new options for a family, printed back.
+pub fn alter(store: &Store, a: &AlterArgs, out: &mut dyn Write) -> Result<(), Error> {
+    let mut options = a.options.apply(store.family_options(&a.family)?);
+    if a.no_ttl {
+        options.ttl = None;
+    }
+    if a.no_tail_copies {
+        options.tail_copies = false;
+    }
+    store.alter_family(&a.family, options.clone())?;
+    writeln!(out, "{}: {}", a.family, options_text(&options))?;
+    Ok(())
+}
+
+/// Which of the two is asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Removal {
+    /// The family goes.
+    Drop,
+    /// The family stays, empty.
+    Truncate,
+}
+
+/// `drop-family` and `truncate`: refused without `--yes`; then what went.
+pub fn remove(store: &Store, a: &ConfirmArgs, removal: Removal, out: &mut dyn Write) -> Result<(), Error> {
+    let (command, what) = match removal {
+        Removal::Drop => ("drop-family", "the family and every cell in it"),
+        Removal::Truncate => ("truncate", "every cell of the family (its options stay)"),
+    };
+    if !store.families().contains(&a.family) {
+        return Err(format!("unknown column family {:?}", a.family).into());
+    }
+    if !a.yes {
+        return Err(format!("{command} {} deletes {what}, for good: add --yes to go ahead", a.family).into());
+    }
+    let tables: Vec<_> = store.tables().into_iter().filter(|t| t.family == a.family).collect();
+    let bytes: u64 = tables.iter().map(|t| t.size).sum();
+    match removal {
+        Removal::Drop => store.drop_family(&a.family)?,
+        Removal::Truncate => store.truncate_family(&a.family)?,
+    }
+    let done = match removal {
+        Removal::Drop => "dropped family",
+        Removal::Truncate => "truncated",
+    };
+    writeln!(
+        out,
+        "{done} {}: {} table file(s), {bytes} bytes, and its memtable deleted",
+        a.family,
+        tables.len()
+    )?;
+    Ok(())
 }
 
 /// Creates each family in `names` that the store lacks, with `options`;

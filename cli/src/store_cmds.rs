@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use cellar::{Error as StoreError, FamilyOptions, ReadOnlyStore, Store, StoreOptions};
 
 use crate::clock;
-use crate::families::{self, CreateArgs};
+use crate::families::{self, AlterArgs, ConfirmArgs, CreateArgs, Removal};
 use crate::format::unescape;
 use crate::opened::Opened;
 use crate::reads::{self, CountArgs, ExplainArgs, GetArgs, ScanArgs, SliceArgs};
@@ -53,6 +53,12 @@ pub enum StoreCommand {
     Create(CreateArgs),
     /// Each column family with its options.
     Families,
+    /// Change a family's options; those not given stay as they are.
+    Alter(AlterArgs),
+    /// Drop a family: its cells, its files and its name (needs --yes).
+    DropFamily(ConfirmArgs),
+    /// Delete every cell of a family; the family and its options stay (needs --yes).
+    Truncate(ConfirmArgs),
     /// Write one cell (timestamped now, or at --ts).
     Put(PutArgs),
     /// Read one cell, or every column of a row.
@@ -171,6 +177,9 @@ impl StoreCommand {
         match self {
             StoreCommand::Create(_) => "create",
             StoreCommand::Families => "families",
+            StoreCommand::Alter(_) => "alter",
+            StoreCommand::DropFamily(_) => "drop-family",
+            StoreCommand::Truncate(_) => "truncate",
             StoreCommand::Put(_) => "put",
             StoreCommand::Get(_) => "get",
             StoreCommand::Slice(_) => "slice",
@@ -198,7 +207,16 @@ impl StoreCommand {
         use StoreCommand as C;
         matches!(
             self,
-            C::Create(_) | C::Put(_) | C::Delete(_) | C::DeleteRow(_) | C::Flush | C::Compact(_) | C::Load(_)
+            C::Create(_)
+                | C::Alter(_)
+                | C::DropFamily(_)
+                | C::Truncate(_)
+                | C::Put(_)
+                | C::Delete(_)
+                | C::DeleteRow(_)
+                | C::Flush
+                | C::Compact(_)
+                | C::Load(_)
         )
     }
 
@@ -372,6 +390,9 @@ fn write(ctx: &Context, store: &Store, command: &StoreCommand, out: &mut dyn Wri
     let known = |family: &str| known_family_in(&store.families(), family).map(|_| ());
     match command {
         StoreCommand::Create(a) => families::create(ctx, store, a, out)?,
+        StoreCommand::Alter(a) => families::alter(store, a, out)?,
+        StoreCommand::DropFamily(a) => families::remove(store, a, Removal::Drop, out)?,
+        StoreCommand::Truncate(a) => families::remove(store, a, Removal::Truncate, out)?,
         StoreCommand::Put(a) => {
             known(&a.family)?;
             let (row, column, value) = (row_key(&a.row)?, unescape(&a.column)?, unescape(&a.value)?);

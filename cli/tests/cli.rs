@@ -1172,3 +1172,64 @@ fn read_only_commands_work_beside_a_running_shell_and_write_nothing() -> Result 
     drop(reader);
     Ok(())
 }
+
+#[test]
+fn alter_changes_options_and_reads_see_them_at_once() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(
+        dir,
+        &["--family", "books", "put", "books", "b1", "title", "first", "--ts", "1"],
+    )?;
+    ok(dir, &["put", "books", "b1", "title", "second", "--ts", "2"])?;
+    assert!(ok(dir, &["get", "books", "b1", "title", "--versions", "2"])?.ends_with("1 cell(s)\n"));
+    assert_eq!(
+        ok(dir, &["alter", "books", "--max-versions", "2", "--bloom-bits", "12"])?,
+        "books: max versions 2, ttl -, bloom bits 12, block size 4096, tail copies off, compaction 4 runs\n"
+    );
+    // The older version was never compacted away: with 2 kept, it shows.
+    assert!(ok(dir, &["get", "books", "b1", "title", "--versions", "2"])?.ends_with("2 cell(s)\n"));
+    // In a shell, on the open store.
+    let (code, out, _) = common::shell(
+        dir,
+        &[],
+        "alter books --max-versions 1\nget books b1 title --versions 2\n",
+    )?;
+    assert_eq!(code, Some(0));
+    assert!(out.ends_with("1 cell(s)\n"), "{out}");
+    Ok(())
+}
+
+#[test]
+fn drop_family_and_truncate_ask_for_yes_then_delete() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    ok(dir, &["--family", "loans", "create", "--max-versions", "3"])?;
+    ok(dir, &["put", "loans", "l1", "member", "m7", "--ts", "1"])?;
+    ok(dir, &["flush"])?;
+    assert_eq!(
+        fails(dir, &["truncate", "loans"])?,
+        "cellar: truncate loans deletes every cell of the family (its options stay), for good: add --yes to go ahead\n"
+    );
+    assert!(
+        ok(dir, &["count", "loans"])?.starts_with("1 row(s)"),
+        "nothing deleted without --yes"
+    );
+    assert_eq!(
+        ok(dir, &["truncate", "loans", "--yes"])?,
+        "truncated loans: 1 table file(s), 261 bytes, and its memtable deleted\n"
+    );
+    assert_eq!(ok(dir, &["count", "loans"])?, "0 row(s), 0 cell(s)\n");
+    assert!(ok(dir, &["families"])?.contains("\nloans              3"));
+    assert_eq!(
+        fails(dir, &["drop-family", "books"])?,
+        "cellar: drop-family books deletes the family and every cell in it, for good: add --yes to go ahead\n"
+    );
+    ok(dir, &["drop-family", "books", "--yes"])?;
+    assert!(!dir.join("books").exists());
+    assert_eq!(
+        fails(dir, &["get", "books", "book:1"])?,
+        "cellar: unknown column family \"books\" (families: loans)\n"
+    );
+    Ok(())
+}

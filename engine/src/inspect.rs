@@ -214,6 +214,11 @@ pub enum ManifestEdit {
     LastSequence(u64),
     /// The next unused file number.
     NextFileNumber(u64),
+    /// A family is dropped; its id is never used again.
+    RemoveFamily {
+        /// The family.
+        id: u32,
+    },
 }
 
 impl From<&Edit> for ManifestEdit {
@@ -242,6 +247,7 @@ impl From<&Edit> for ManifestEdit {
             },
             Edit::LastSequence(n) => ManifestEdit::LastSequence(*n),
             Edit::NextFileNumber(n) => ManifestEdit::NextFileNumber(*n),
+            Edit::RemoveFamily { id } => ManifestEdit::RemoveFamily { id: *id },
         }
     }
 }

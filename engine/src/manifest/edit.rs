@@ -13,8 +13,14 @@ use crate::error::Error;
 /// The version byte that starts every encoded edit group.
 ///
 /// A cellar that finds a larger version refuses to open the store rather than
-/// misread it ([`Error::UnsupportedVersion`]).
-pub(crate) const EDIT_FORMAT_VERSION: u8 = 1;
+/// misread it ([`Error::UnsupportedVersion`]). Version 2 added
+/// [`Edit::RemoveFamily`]; a group is written as version 2 only when it holds
+/// one, so a store whose families were never dropped stays readable by a
+/// cellar that knows version 1 only.
+pub(crate) const EDIT_FORMAT_VERSION: u8 = 2;
+
+/// The first version, without [`Edit::RemoveFamily`].
+const EDIT_FORMAT_VERSION_1: u8 = 1;
 
 /// The tag byte that starts each encoded [`Edit`]. Never reuse a number.
 mod tag {
@@ -32,6 +38,8 @@ mod tag {
     pub(super) const LAST_SEQUENCE: u8 = 6;
     /// [`super::Edit::NextFileNumber`].
     pub(super) const NEXT_FILE_NUMBER: u8 = 7;
+    /// [`super::Edit::RemoveFamily`] (format version 2).
+    pub(super) const REMOVE_FAMILY: u8 = 8;
 }
 
 /// One change to the store's file set or counters.
@@ -80,6 +88,12 @@ pub(crate) enum Edit {
     /// The next unused file number (logs, tables and manifests share one
     /// number space, so a number names one file for the life of the store).
     NextFileNumber(u64),
+    /// A family is dropped: its tables leave the store, and what the log
+    /// holds for its id is never replayed. Its id is never used again.
+    RemoveFamily {
+        /// The family.
+        id: u32,
+    },
 }
 
 /// What the manifest knows about one table file, enough to plan reads and
@@ -149,7 +163,12 @@ impl TableMeta {
 /// its fields. Integers are fixed-width little-endian; byte strings and names
 /// are a u32 length then the bytes. (FORMAT-log-manifest.md has the diagrams.)
 pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
-    let mut out = vec![EDIT_FORMAT_VERSION];
+    let needs_2 = edits.iter().any(|e| matches!(e, Edit::RemoveFamily { .. }));
+    let mut out = vec![if needs_2 {
+        EDIT_FORMAT_VERSION
+    } else {
+        EDIT_FORMAT_VERSION_1
+    }];
     for edit in edits {
         match edit {
             Edit::AddFamily { id, name, options } => {
@@ -192,6 +211,10 @@ pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
             Edit::NextFileNumber(number) => {
                 out.push(tag::NEXT_FILE_NUMBER);
                 put_u64(&mut out, *number);
+            }
+            Edit::RemoveFamily { id } => {
+                out.push(tag::REMOVE_FAMILY);
+                put_u32(&mut out, *id);
             }
         }
     }
@@ -242,7 +265,7 @@ impl DecodeError {
 pub(crate) fn decode_edits(payload: &[u8]) -> std::result::Result<Vec<Edit>, DecodeError> {
     let mut reader = Reader { rest: payload };
     let version = reader.u8("the version byte")?;
-    if version != EDIT_FORMAT_VERSION {
+    if version != EDIT_FORMAT_VERSION_1 && version != EDIT_FORMAT_VERSION {
         return Err(DecodeError::Version(version));
     }
     let mut edits = Vec::new();
@@ -283,6 +306,9 @@ pub(crate) fn decode_edits(payload: &[u8]) -> std::result::Result<Vec<Edit>, Dec
             },
             tag::LAST_SEQUENCE => Edit::LastSequence(reader.u64("a sequence number")?),
             tag::NEXT_FILE_NUMBER => Edit::NextFileNumber(reader.u64("a file number")?),
+            tag::REMOVE_FAMILY if version >= EDIT_FORMAT_VERSION => Edit::RemoveFamily {
+                id: reader.u32("a family id")?,
+            },
             unknown => {
                 return Err(DecodeError::Malformed(format!("unknown edit tag {unknown}")));
             }
@@ -376,16 +402,29 @@ mod tests {
 
     #[test]
     fn group_from_a_newer_version_is_refused() {
-        assert_eq!(decode_edits(&[2, 6]), Err(DecodeError::Version(2)));
-        let err = DecodeError::Version(2).into_error(Path::new("MANIFEST-000001"), 0);
+        assert_eq!(decode_edits(&[3, 6]), Err(DecodeError::Version(3)));
+        let err = DecodeError::Version(3).into_error(Path::new("MANIFEST-000001"), 0);
         assert!(matches!(
             err,
             Error::UnsupportedVersion {
-                found: 2,
-                supported: 1,
+                found: 3,
+                supported: 2,
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn only_a_group_that_drops_a_family_is_version_2() {
+        assert_eq!(encode_edits(&[Edit::LastSequence(1)]).first(), Some(&1));
+        let drop = [Edit::RemoveFamily { id: 3 }];
+        assert_eq!(encode_edits(&drop), [2, 8, 3, 0, 0, 0]);
+        assert_eq!(decode_edits(&[2, 8, 3, 0, 0, 0]), Ok(drop.to_vec()));
+        // Version 1 had no tag 8.
+        assert_eq!(
+            decode_edits(&[1, 8, 3, 0, 0, 0]),
+            Err(DecodeError::Malformed("unknown edit tag 8".to_string()))
+        );
     }
 
     #[test]
@@ -442,6 +481,7 @@ mod tests {
             (any::<u32>(), any::<u64>()).prop_map(|(family, log_number)| Edit::SetLogNumber { family, log_number }),
             any::<u64>().prop_map(Edit::LastSequence),
             any::<u64>().prop_map(Edit::NextFileNumber),
+            any::<u32>().prop_map(|id| Edit::RemoveFamily { id }),
         ]
     }
 

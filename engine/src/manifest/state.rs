@@ -37,6 +37,11 @@ pub(crate) struct ManifestState {
     pub(crate) last_sequence: u64,
     /// The next unused file number.
     pub(crate) next_file_number: u64,
+    /// Families dropped, by id, with their names: their ids are never used
+    /// again (the log may still hold writes under them, which replay skips),
+    /// and a folder of a dropped name that no family has holds only files
+    /// to delete.
+    pub(crate) dropped: BTreeMap<u32, String>,
 }
 
 impl ManifestState {
@@ -65,6 +70,15 @@ impl ManifestState {
         Ok(())
     }
 
+    /// The id a new family gets: never one a family had, dropped or not.
+    pub(crate) fn next_family_id(&self) -> u32 {
+        self.families
+            .keys()
+            .chain(self.dropped.keys())
+            .max()
+            .map_or(1, |m| m + 1)
+    }
+
     /// The oldest log segment some family still needs (`None` without families).
     pub(crate) fn oldest_log_needed(&self) -> Option<u64> {
         self.families.values().map(|f| f.log_number).min()
@@ -79,6 +93,15 @@ impl ManifestState {
             Edit::NextFileNumber(self.next_file_number),
             Edit::LastSequence(self.last_sequence),
         ];
+        // Dropped families first, so a live family may have a dropped name.
+        for (id, name) in &self.dropped {
+            edits.push(Edit::AddFamily {
+                id: *id,
+                name: name.clone(),
+                options: Vec::new(),
+            });
+            edits.push(Edit::RemoveFamily { id: *id });
+        }
         for family in self.families.values() {
             edits.push(Edit::AddFamily {
                 id: family.id,
@@ -104,6 +127,9 @@ impl ManifestState {
             Edit::AddFamily { id, name, options } => {
                 if self.families.contains_key(id) {
                     return Err(format!("family id {id} is added twice"));
+                }
+                if self.dropped.contains_key(id) {
+                    return Err(format!("family id {id} is added again after it was dropped"));
                 }
                 if self.families.values().any(|family| family.name == *name) {
                     return Err(format!("family name {name:?} is added twice"));
@@ -143,6 +169,13 @@ impl ManifestState {
             }
             Edit::LastSequence(sequence) => self.last_sequence = *sequence,
             Edit::NextFileNumber(number) => self.next_file_number = *number,
+            Edit::RemoveFamily { id } => {
+                let family = self
+                    .families
+                    .remove(id)
+                    .ok_or_else(|| format!("family id {id} is dropped, but does not exist"))?;
+                self.dropped.insert(*id, family.name);
+            }
         }
         Ok(())
     }
@@ -224,5 +257,33 @@ mod tests {
                 .collect::<Vec<_>>(),
             [3, 1]
         );
+    }
+
+    #[test]
+    fn a_dropped_family_keeps_its_id_out_of_use_and_survives_a_snapshot() {
+        let mut state = initial_state();
+        // Family 2 ("events") dropped, then a family of the same name.
+        let events_again = Edit::AddFamily {
+            id: state.next_family_id(),
+            name: "events".to_string(),
+            options: vec![],
+        };
+        assert_eq!(state.next_family_id(), 3);
+        state
+            .apply_all(&[Edit::RemoveFamily { id: 2 }, events_again])
+            .expect("drop and re-create");
+        assert_eq!(state.dropped.get(&2).map(String::as_str), Some("events"));
+        assert_eq!(state.next_family_id(), 4, "id 2 is never used again");
+        let refused = state.apply(&Edit::AddFamily {
+            id: 2,
+            name: "other".to_string(),
+            options: vec![],
+        });
+        assert!(
+            matches!(refused, Err(Error::InvalidArgument(ref m)) if m == "family id 2 is added again after it was dropped")
+        );
+        let mut rebuilt = ManifestState::default();
+        rebuilt.apply_all(&state.snapshot()).expect("snapshot");
+        assert_eq!(rebuilt, state);
     }
 }

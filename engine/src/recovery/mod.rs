@@ -241,7 +241,7 @@ fn open_manifest(dir: &Path, options: &StoreOptions) -> Result<Manifest> {
 /// options of those whose options changed.
 fn declare_families(state: &ManifestState, options: &StoreOptions) -> Vec<Edit> {
     let mut edits = Vec::new();
-    let mut next_id = state.families.keys().max().map_or(1, |m| m + 1);
+    let mut next_id = state.next_family_id();
     for (name, family_options) in &options.families {
         let encoded = family_options.encode();
         match state.families.values().find(|f| &f.name == name) {

@@ -204,8 +204,17 @@ impl Repair {
                 .insert(f.id, Family::new(f.id, &f.name, options, true, &self.dir));
         }
         for name in &self.folders {
-            if !self.families.values().any(|f| f.name == *name) {
-                let id = self.families.keys().max().map_or(1, |m| m + 1);
+            // A dropped family's folder holds files the next open deletes
+            // (the new manifest keeps the record of the drop): not a family.
+            let dropped = self.old.state.dropped.values().any(|d| d == name);
+            if !dropped && !self.families.values().any(|f| f.name == *name) {
+                // Never an id a dropped family had: the log may hold writes under it.
+                let id = self
+                    .families
+                    .keys()
+                    .chain(self.old.state.dropped.keys())
+                    .max()
+                    .map_or(1, |m| m + 1);
                 let family = Family::new(id, name, FamilyOptions::default(), false, &self.dir);
                 self.families.insert(id, family);
             }
@@ -344,6 +353,7 @@ impl Repair {
             families: BTreeMap::new(),
             last_sequence: self.last_seq,
             next_file_number: log_number + 1,
+            dropped: self.old.state.dropped.clone(),
         };
         for family in self.families.values() {
             let mut tables: Vec<TableMeta> = family.tables.iter().map(|(meta, _)| meta.clone()).collect();

@@ -187,6 +187,9 @@ impl Replay<'_> {
         for (i, op) in ops.into_iter().enumerate() {
             let seq = first + i as u64;
             let Some(family) = self.state.families.get(&op.family) else {
+                if self.state.dropped.contains_key(&op.family) {
+                    continue; // the family was dropped after this write
+                }
                 return Err(refuse(format!("log names unknown family id {}", op.family)));
             };
             if number < family.log_number {

@@ -20,7 +20,8 @@
 //! lost an acknowledged edit. That is corruption of the manifest, reported
 //! with the offset where the record is missing; nothing is deleted, and
 //! `repair` can rebuild the manifest from the files. So is a family folder
-//! holding table files for a family the manifest does not know.
+//! holding table files for a family the manifest does not know; the folder of
+//! a family the manifest records as dropped holds only leftovers.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -64,7 +65,7 @@ pub(super) fn open_families(
         let version = open_family(dir, family, state.next_file_number, manifest, cache, &mut found)?;
         found.families.insert(family.id, version);
     }
-    check_unknown_folders(dir, state, manifest)?;
+    check_unknown_folders(dir, state, manifest, &mut found)?;
     Ok(found)
 }
 
@@ -154,14 +155,20 @@ fn open_family(
 }
 
 /// A folder that holds listed-name table files for a family the manifest
-/// does not have: families are never dropped, so the record that added it
-/// is missing.
-fn check_unknown_folders(dir: &Path, state: &ManifestState, manifest: &Manifest) -> Result<()> {
+/// does not have, and never dropped: the record that added it is missing.
+/// The folder of a dropped family holds only leftovers.
+fn check_unknown_folders(dir: &Path, state: &ManifestState, manifest: &Manifest, found: &mut Found) -> Result<()> {
     for name in files::family_folders(dir)? {
         if state.families.values().any(|f| f.name == name) {
             continue;
         }
         let tables = files::table_files(&dir.join(&name))?;
+        if state.dropped.values().any(|d| *d == name) {
+            // The manifest recorded the drop: whatever the folder still holds
+            // (a snapshot kept it, or a crash came first) is a leftover.
+            found.leftovers.extend(tables.into_iter().map(|(_, path)| path));
+            continue;
+        }
         if let Some((_, path)) = tables.iter().find(|(kind, _)| matches!(kind, TableName::Listed(_))) {
             return Err(Error::corruption(
                 manifest.path(),

@@ -61,10 +61,16 @@ impl Inner {
         let tables = out.finish()?;
         let written: u64 = tables.iter().map(|t| t.meta.size).sum();
 
-        self.install(|base| {
+        let dropped = self.install(|base| {
             let mut next = (*base.current).clone();
             let Some(now) = base.current.families.get(&fam.id) else {
-                return Err(Error::UnknownFamily(fam.name.clone()));
+                // The family was dropped or truncated while this flush ran
+                // (see `admin`): its memtable went with it, and so does what
+                // the flush wrote.
+                for t in tables {
+                    t.discard();
+                }
+                return Ok((Change::new(Vec::new(), next), true));
             };
             let frozen: Vec<Arc<Memtable>> = now
                 .frozen
@@ -120,9 +126,12 @@ impl Inner {
                     tables,
                     version: next,
                 },
-                (),
+                false,
             ))
         })?;
+        if dropped {
+            return Ok(true);
+        }
         fam.counters.flushes.fetch_add(1, Ordering::Relaxed);
         fam.counters.flush_bytes.fetch_add(written, Ordering::Relaxed);
         // Removing files needs no manifest lock: the manifest already says

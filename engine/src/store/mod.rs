@@ -47,6 +47,7 @@ use crate::source;
 use crate::trace::Trace;
 use crate::version::{FamilyCounters, FamilyVersion, TableFile, Version};
 
+mod admin;
 mod background;
 mod compact;
 mod flush;
@@ -237,7 +238,7 @@ impl Store {
             if base.current.family(name).is_some() {
                 return Err(Error::FamilyExists(name.to_string()));
             }
-            let id = base.state.families.keys().max().map_or(1, |m| m + 1);
+            let id = base.state.next_family_id();
             let family_dir = self.inner.dir.join(name);
             cellar_fs::create_dir_all(&family_dir).map_err(|e| Error::io(&family_dir, e))?;
             crate::log::sync_dir(&self.inner.dir)?;
