@@ -122,6 +122,47 @@ fn load_reads_back_the_timestamps_that_json_output_writes() -> Result {
 }
 
 #[test]
+fn a_json_lines_export_carries_the_deletions_the_store_holds() -> Result {
+    let tmp = awkward_store()?;
+    let dir = tmp.path();
+    let jsonl = ok(dir, &["export", "t"])?;
+    let lines: Vec<&str> = jsonl.lines().collect();
+    // Row r3 deleted whole at 2, column c of r4 at 4: each before the cells
+    // of its row (here there are none left).
+    assert_eq!(
+        lines.get(4..),
+        Some(
+            &[
+                r#"{"kind":"delete-row","row":"r3","timestamp":2}"#,
+                r#"{"column":"c","kind":"delete","row":"r4","timestamp":4}"#,
+                r#"{"column":"c","row":"r5","timestamp":9,"value":""}"#,
+            ][..]
+        )
+    );
+    // Loaded into a store holding older cells, the deletions hide them too.
+    let other = tempfile::tempdir()?;
+    ok(other.path(), &["create", "--family", "t", "--max-versions", "3"])?;
+    ok(other.path(), &["put", "t", "r3", "old", "v", "--ts", "1"])?;
+    ok(other.path(), &["put", "t", "r4", "c", "old", "--ts", "3"])?;
+    ok(other.path(), &["put", "t", "r4", "d", "kept", "--ts", "3"])?;
+    let file = dir.join("export.jsonl");
+    std::fs::write(&file, &jsonl)?;
+    ok(other.path(), &["load", "t", &file.display().to_string()])?;
+    assert_eq!(ok(other.path(), &["get", "t", "r3"])?, "ROW  COLUMN+CELL\n0 cell(s)\n");
+    assert_eq!(
+        ok(other.path(), &["get", "t", "r4"])?,
+        "ROW  COLUMN+CELL\n r4  column=t:d, timestamp=3, value=kept\n1 cell(s)\n"
+    );
+    // CSV has no place for them: left out, and said so.
+    let output = common::cellar(dir).args(["export", "t", "--format", "csv"]).output()?;
+    assert_eq!(
+        String::from_utf8(output.stderr)?,
+        "cellar: 2 deletion(s) left out: CSV carries cells only (--format jsonl keeps them)\n"
+    );
+    Ok(())
+}
+
+#[test]
 fn json_lines_carry_deletions() -> Result {
     let tmp = awkward_store()?;
     let dir = tmp.path();

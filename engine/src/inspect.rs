@@ -1,6 +1,7 @@
 //! Looking inside a store's log and manifest without opening the store: the
 //! decoded records that `cellar dump-log` and `cellar dump-manifest` print
-//! (RocksDB's `ldb dump_wal` and `ldb manifest_dump`).
+//! (RocksDB's `ldb dump_wal` and `ldb manifest_dump`); and the deletions a
+//! snapshot sees, which reads never return (`cellar export` writes them).
 //!
 //! Both files are sequences of CRC-framed records (`FORMAT-log-manifest.md`).
 //! A log record is one write batch: its first sequence number and its
@@ -22,11 +23,15 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use crate::batch;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::key;
 use crate::key::Kind;
 use crate::log::{self, ReadMode};
 use crate::manifest::{self, Edit, ManifestState, TableMeta};
+use crate::merge::MergeIterator;
 use crate::options::FamilyOptions;
+use crate::read::Snapshot;
+use crate::source::{sources, whole_file_cursor, Source};
 
 /// Bytes of a file that did not decode.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -352,6 +357,67 @@ pub fn dump_manifest(path: &Path) -> Result<ManifestDump> {
     })
 }
 
+/// A deletion a reader sees: the newest tombstone of a row, or of one
+/// column of a row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deletion {
+    /// The row.
+    pub row: Bytes,
+    /// The column; `None` for a row tombstone (every column of the row).
+    pub column: Option<Bytes>,
+    /// Versions up to this timestamp are deleted.
+    pub timestamp: u64,
+}
+
+/// The deletions `snapshot` sees in `family`, in row order, a row's
+/// tombstone before its columns': for each row and each column the newest
+/// tombstone written at or before the snapshot (older ones hide nothing it
+/// does not). A deletion stays in the store until a compaction proves
+/// nothing older is left for it to hide, so this is also what a copy of the
+/// family needs to hide the same cells in a store that holds older ones.
+///
+/// It reads every entry of the family, as [`crate::Store::stats`] does.
+pub fn deletions(snapshot: &Snapshot, family: &str) -> Result<Vec<Deletion>> {
+    let fam = snapshot
+        .version
+        .family(family)
+        .ok_or_else(|| Error::UnknownFamily(family.to_string()))?;
+    let mut cursors = Vec::new();
+    for source in sources(fam) {
+        match source {
+            Source::Memtable { memtable, .. } if memtable.is_empty() => {}
+            Source::Memtable { .. } => cursors.push(source.cursor(&[], None)?),
+            Source::Table(table) => cursors.push(whole_file_cursor(table)?),
+        }
+    }
+    let mut merge = MergeIterator::new(cursors);
+    let mut out = Vec::new();
+    // The row (or row and column) of the last deletion kept: newer entries
+    // come first, so the first tombstone of each is its newest.
+    let mut last: Vec<u8> = Vec::new();
+    while merge.valid() {
+        let k = merge.key();
+        match key::suffix(k) {
+            Some((timestamp, seq, kind)) if kind.is_tombstone() && seq <= snapshot.sequence => {
+                let prefix = key::prefix(k);
+                if prefix != last.as_slice() {
+                    last = prefix.to_vec();
+                    let parsed = key::parse(k)
+                        .ok_or_else(|| Error::corruption("<merged read>", 0, "an entry's key does not decode"))?;
+                    out.push(Deletion {
+                        row: Bytes::from(parsed.row),
+                        column: (kind == Kind::DeleteCell).then(|| Bytes::from(parsed.column)),
+                        timestamp,
+                    });
+                }
+            }
+            _ => {}
+        }
+        merge.next()?;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,6 +475,32 @@ mod tests {
             .iter()
             .any(|e| matches!(e, ManifestEdit::AddFamily { name, options: Some(_), .. } if name == "books"))));
         assert_eq!(dump.last_sequence, 1);
+        Ok(())
+    }
+
+    #[test]
+    fn deletions_are_the_newest_tombstone_of_each_row_and_column_a_snapshot_sees() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let store = Store::open(dir.path(), StoreOptions::default().family("f"))?;
+        store.put_at("f", "r1", "c", 5, "v")?;
+        store.delete_at("f", "r1", "c", 3)?;
+        store.flush()?;
+        let before = store.snapshot();
+        store.delete_at("f", "r1", "c", 6)?;
+        store.delete_row_at("f", "r2", 7)?;
+        let seen: Vec<(Bytes, Option<Bytes>, u64)> = deletions(&store.snapshot(), "f")?
+            .into_iter()
+            .map(|d| (d.row, d.column, d.timestamp))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (Bytes::from("r1"), Some(Bytes::from("c")), 6),
+                (Bytes::from("r2"), None, 7)
+            ]
+        );
+        let earlier: Vec<u64> = deletions(&before, "f")?.iter().map(|d| d.timestamp).collect();
+        assert_eq!(earlier, [3]);
         Ok(())
     }
 }
