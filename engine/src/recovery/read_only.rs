@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cellar_sstable::Table;
+use cellar_sstable::{BlockCache, Table};
 
 use super::replay;
 use crate::error::{Error, Result};
@@ -45,9 +45,12 @@ pub(crate) fn open(dir: &Path) -> Result<(Version, u64)> {
     if !dir.is_dir() {
         return Err(Error::NotAStore { dir: dir.to_path_buf() });
     }
+    // Compressed blocks are decompressed once into a cache of the default
+    // size, as in a writable open; raw blocks are read from the map.
+    let cache = BlockCache::new(crate::options::StoreOptions::default().block_cache_bytes);
     let mut attempt = 1;
     loop {
-        match read_once(dir) {
+        match read_once(dir, &cache) {
             Err(e) if attempt < ATTEMPTS && may_be_a_race(&e) => {
                 attempt += 1;
                 std::thread::sleep(PAUSE);
@@ -64,12 +67,12 @@ fn may_be_a_race(e: &Error) -> bool {
         || matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
 }
 
-fn read_once(dir: &Path) -> Result<(Version, u64)> {
+fn read_once(dir: &Path, cache: &BlockCache) -> Result<(Version, u64)> {
     let state = read_manifest(dir)?;
     let mut replayed = replay::replay_logs(dir, &state, false)?;
     let mut families = std::collections::BTreeMap::new();
     for family in state.families.values() {
-        let mut version = open_family(dir, family)?;
+        let mut version = open_family(dir, family, cache)?;
         if let Some(memtable) = replayed.memtables.remove(&family.id) {
             version.active = Arc::new(memtable);
         }
@@ -98,7 +101,7 @@ fn read_manifest(dir: &Path) -> Result<ManifestState> {
 
 /// One family with the table files the manifest lists, under their name or,
 /// if the writer has not renamed them yet, their pending name.
-fn open_family(dir: &Path, family: &FamilyState) -> Result<FamilyVersion> {
+fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache) -> Result<FamilyVersion> {
     let family_dir = dir.join(&family.name);
     let options = FamilyOptions::decode(&family.options).ok_or_else(|| {
         Error::corruption(
@@ -115,7 +118,7 @@ fn open_family(dir: &Path, family: &FamilyState) -> Result<FamilyVersion> {
         } else {
             pending_path(&family_dir, meta.file_id)
         };
-        let table = Table::open(&path)?;
+        let table = Table::open_with_cache(&path, cache)?;
         tables.push(Arc::new(TableFile::new(meta.clone(), table, path)));
     }
     FamilyVersion::order_tables(&mut tables);
