@@ -124,8 +124,13 @@ pub fn run(args: &Args, dir: &std::path::Path, out: &mut dyn Write) -> Result<()
 
 /// One table file as the manifest records it.
 fn table_text(t: &TableRecord) -> String {
+    // The level is named only where a leveled family has one below 0.
+    let level = match t.level {
+        0 => String::new(),
+        n => format!(", level {n}"),
+    };
     format!(
-        "table {:06}.sst, run {}, {} bytes, {} entries ({} tombstones), keys {} .. {}, sequences {}..{}",
+        "table {:06}.sst, run {}{level}, {} bytes, {} entries ({} tombstones), keys {} .. {}, sequences {}..{}",
         t.file_id,
         t.run,
         t.size,

@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use cellar::{Compression, FamilyOptions, Store};
+use cellar::{Compaction, Compression, FamilyOptions, Store};
 use serde_json::{json, Value};
 
 use crate::clock::{self, duration_text};
@@ -46,9 +46,16 @@ pub struct CreateArgs {
     #[arg(long, value_name = "CODEC", value_parser = compression_arg)]
     pub compression: Option<Compression>,
     /// Compact automatically when this many similar-sized runs sit side by
-    /// side; 0 turns it off [default: 4].
+    /// side (tiered), or level 0 holds this many runs (leveled); 0 turns it
+    /// off [default: 4].
     #[arg(long, value_name = "RUNS")]
     pub compaction_trigger: Option<usize>,
+    /// How runs are merged: tiered (runs of similar size merged together:
+    /// fewer rewrites) or leveled (one run per level, each ten times the one
+    /// above, a 256 MiB base: fewer runs per read, less space, more rewrites)
+    /// [default: tiered].
+    #[arg(long, value_name = "STRATEGY", value_parser = compaction_arg)]
+    pub compaction: Option<Compaction>,
 }
 
 impl CreateArgs {
@@ -61,6 +68,7 @@ impl CreateArgs {
             || self.tail_copies
             || self.compression.is_some()
             || self.compaction_trigger.is_some()
+            || self.compaction.is_some()
     }
 
     /// `base` with the options given here.
@@ -86,6 +94,9 @@ impl CreateArgs {
         if let Some(runs) = self.compaction_trigger {
             base.compaction_trigger = runs;
         }
+        if let Some(compaction) = self.compaction {
+            base.compaction = compaction;
+        }
         base
     }
 }
@@ -93,6 +104,15 @@ impl CreateArgs {
 /// Reads `--compression`.
 fn compression_arg(text: &str) -> Result<Compression, String> {
     Compression::parse(text).ok_or_else(|| format!("{text:?} is not none, lz4, zstd or zstd:LEVEL (1 to 22)"))
+}
+
+/// Reads `--compaction`.
+fn compaction_arg(text: &str) -> Result<Compaction, String> {
+    match text {
+        "tiered" => Ok(Compaction::SizeTiered),
+        "leveled" => Ok(Compaction::LEVELED),
+        _ => Err(format!("{text:?} is not tiered or leveled")),
+    }
 }
 
 /// `alter FAMILY [options]`: the options given change, the others stay.
@@ -223,14 +243,28 @@ pub fn options_text(o: &FamilyOptions) -> String {
         o.bloom_bits_per_key,
         o.block_size,
         if o.tail_copies { "on" } else { "off" },
-        compaction_text(o.compaction_trigger)
+        compaction_text(o)
     )
 }
 
-fn compaction_text(trigger: usize) -> String {
-    match trigger {
+/// `tiered` or `leveled`, as `--compaction` takes it.
+fn compaction_name(compaction: Compaction) -> &'static str {
+    match compaction {
+        Compaction::SizeTiered => "tiered",
+        Compaction::Leveled { .. } => "leveled",
+    }
+}
+
+/// The trigger ("4 runs", "off"), after "leveled, " for a leveled family
+/// (tiered, the default, is not named).
+fn compaction_text(o: &FamilyOptions) -> String {
+    let trigger = match o.compaction_trigger {
         0 => "off".to_string(),
         n => format!("{n} runs"),
+    };
+    match o.compaction {
+        Compaction::SizeTiered => trigger,
+        Compaction::Leveled { .. } => format!("leveled, {trigger}"),
     }
 }
 
@@ -253,6 +287,7 @@ pub fn list(ctx: &Context, store: &Opened, out: &mut dyn Write) -> Result<(), Er
                     "block_size": o.block_size,
                     "tail_copies": o.tail_copies,
                     "compression": o.compression.to_string(),
+                    "compaction": compaction_name(o.compaction),
                     "compaction_trigger": o.compaction_trigger,
                     "memtable_max_bytes": o.memtable_max_bytes,
                     "target_file_bytes": o.target_file_bytes,
@@ -273,7 +308,7 @@ pub fn list(ctx: &Context, store: &Opened, out: &mut dyn Write) -> Result<(), Er
                 o.block_size.to_string(),
                 if o.tail_copies { "on" } else { "off" }.to_string(),
                 o.compression.to_string(),
-                compaction_text(o.compaction_trigger),
+                compaction_text(o),
             ]
         })
         .collect();

@@ -853,9 +853,19 @@ fn create_with_options_and_families_lists_them() -> Result {
          events             3  7d            0        8192  on           zstd:5       off\n\
          2 families\n"
     );
+    ok(dir, &["create", "--family", "sorted", "--compaction", "leveled"])?;
+    assert!(
+        ok(dir, &["families"])?
+            .contains("sorted             1  -            10        4096  off          none         leveled, 4 runs\n"),
+        "a leveled family says so"
+    );
     let json: Value = serde_json::from_str(&ok(dir, &["families", "--json"])?)?;
     assert_eq!(json[1]["ttl_ms"], 7 * 86_400_000u64);
     assert_eq!(json[1]["compression"], "zstd:5");
+    assert_eq!(
+        (json[0]["compaction"].as_str(), json[2]["compaction"].as_str()),
+        (Some("tiered"), Some("leveled"))
+    );
     // A codec this build does not have is a usage error, as clap reports them.
     let output = cellar(dir)
         .args(["create", "--family", "x", "--compression", "snappy"])

@@ -2,44 +2,172 @@
 //!
 //! Every flush adds a *run* (one sorted file). Reads get slower and space grows
 //! with every run, because old versions and tombstones pile up. Compaction
-//! merges several runs into one, dropping the entries no reader can see.
+//! merges runs, dropping the entries no reader can see. A family compacts in
+//! one of two ways ([`crate::options::Compaction`]), which trade three costs
+//! against each other: *write amplification* (bytes written to disk per byte
+//! the user wrote), *read amplification* (runs a read consults) and *space
+//! amplification* (bytes on disk per byte of live data).
 //!
-//! * **Minor** compaction is automatic and *size-tiered*: when enough runs of
-//!   similar size sit side by side (in age order), they are merged. Merging
-//!   similar sizes keeps the cost per byte logarithmic; merging only neighbours
-//!   keeps the runs ordered by age, which point reads rely on to stop early.
-//! * **Major** compaction merges every run of a family into one run, split into
-//!   files of the target size.
+//! * **Size-tiered** (the default; Cassandra's, RocksDB's "universal"): when
+//!   `compaction_trigger` runs of similar size sit side by side (in age
+//!   order), they are merged into one. A byte is rewritten once per tier it
+//!   climbs, about `log_trigger(data / memtable)` times (2 or 3 for a
+//!   gigabyte of 64 MiB flushes): the cheapest writes. The price: a key range
+//!   is spread over up to `trigger - 1` runs per tier, so a seek merges that
+//!   many cursors, and an overwritten cell keeps a superseded copy in each
+//!   tier until the tiers meet (space amplification up to about 2×, and 2×
+//!   again while the largest tiers are merged). Merging only neighbours keeps
+//!   the runs ordered by age, which point reads rely on to stop early.
+//! * **Leveled** (LevelDB's, RocksDB's default): flushes land in level 0, one
+//!   run each. Level 0 is merged into the *base level* once it holds
+//!   `compaction_trigger` runs; below it, each level is one run of files with
+//!   disjoint rows, and a level over its target gives one file (with every
+//!   file of the next level sharing a row with it) to the next level; a file
+//!   that shares no row with the next level moves there without a rewrite.
+//!   Targets are set from the last level up, each level `1 / multiplier` of
+//!   the one below (RocksDB's `level_compaction_dynamic_level_bytes`), so the
+//!   levels above the last hold about `1 / multiplier` of the data: a read
+//!   consults level 0's few runs and then one file per level, and at most
+//!   about `1 / multiplier` of the bytes are superseded versions (space
+//!   amplification about 1.1 with ×10, plus level 0). The price: a file
+//!   merged one level down rewrites about `multiplier` bytes of the level
+//!   below per byte of its own, so a byte is written about `multiplier` times
+//!   per level it moves down (RocksDB measures 10 to 30 in all): several
+//!   times size-tiered's writes, which the background thread pays for and
+//!   writers feel once it falls behind.
+//! * **Major** compaction merges every run of a family into one run (at the
+//!   last level, for a leveled family), split into files of the target size.
 //!
-//! Which runs to merge is decided by [`choose`], a pure function of run sizes,
-//! so the policy is tested without any I/O. [`Compactor`] decides, entry by
-//! entry, what survives.
+//! Which files to merge is decided by [`choose`], a pure function of the
+//! files' levels, runs, sizes and row ranges ([`FileShape`]), so each policy
+//! is tested without any I/O. [`Compactor`] decides, entry by entry, what
+//! survives.
 //!
-//! A *bottommost* compaction (one whose inputs include the oldest run) also
-//! writes as 0 every sequence number up to its horizon: nothing older exists
-//! to order against, every reader of the new version sees all of it, and the
-//! compacted run's keys then differ from their neighbours only where the
-//! cells do. A later sequence number (a write not yet visible when the work
-//! began) keeps its value, so no snapshot sees that write early.
+//! A *bottommost* compaction (one after which no older entry of its rows is
+//! left anywhere: its inputs include the oldest run of a size-tiered family,
+//! or no deeper level of a leveled one holds any of its rows) may drop
+//! deletions, and also writes as 0 every sequence number up to its horizon:
+//! nothing older exists to order against, every reader of the new version
+//! sees all of it, and the compacted run's keys then differ from their
+//! neighbours only where the cells do. A later sequence number (a write not
+//! yet visible when the work began) keeps its value, so no snapshot sees that
+//! write early.
 
 use std::ops::Range;
 
 use crate::error::Result;
 use crate::key;
 use crate::memtable::Memtable;
-use crate::options::FamilyOptions;
+use crate::options::{Compaction, FamilyOptions};
 use crate::output::TableOutput;
 use crate::visibility::{Verdict, Visibility};
 
-/// The largest number of runs one minor compaction merges.
+/// The largest number of runs one size-tiered compaction merges.
 pub const MAX_RUNS_PER_COMPACTION: usize = 32;
+
+/// Levels of a leveled family: level 0 (flushes) and levels 1 to 6, as in
+/// RocksDB. With a ×10 multiplier, six levels hold a million times the base.
+pub const LEVELS: u32 = 7;
+
+/// The deepest level: where a leveled family's data settles, and where its
+/// major compaction writes.
+pub const LAST_LEVEL: u32 = LEVELS - 1;
+
+/// What compaction planning knows of one table file: nothing that needs I/O.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileShape<'a> {
+    /// The file number.
+    pub file_id: u64,
+    /// The run it belongs to.
+    pub run: u64,
+    /// Its level (always 0 in a size-tiered family).
+    pub level: u32,
+    /// Bytes on disk.
+    pub size: u64,
+    /// The encoded rows (`escaped(row) 00 01`) of its first and last keys.
+    pub first_row: &'a [u8],
+    /// See `first_row`.
+    pub last_row: &'a [u8],
+}
+
+impl FileShape<'_> {
+    /// Whether the two files hold some row in common.
+    fn shares_rows(&self, first_row: &[u8], last_row: &[u8]) -> bool {
+        self.first_row <= last_row && first_row <= self.last_row
+    }
+}
+
+/// What to compact next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Merge these files into a new run at `level`, joining the run `run`
+    /// (a level's) or a run of its own (`None`).
+    Merge {
+        /// File numbers of the inputs.
+        inputs: Vec<u64>,
+        /// Level of the output.
+        level: u32,
+        /// The run the output joins.
+        run: Option<u64>,
+        /// No older entry of the inputs' rows is left outside them.
+        bottommost: bool,
+    },
+    /// Move one file to `level`, into run `run`, without rewriting it: no
+    /// file there shares a row with it, so nothing is merged and nothing is
+    /// dropped (RocksDB's trivial move).
+    Move {
+        /// The file number.
+        file_id: u64,
+        /// The level it moves to.
+        level: u32,
+        /// The run it joins.
+        run: Option<u64>,
+    },
+}
+
+/// What to compact in a family whose files are `files` (in read order, see
+/// `FamilyVersion::order_tables`), or `None`. A trigger of 0 turns
+/// automatic compaction off.
+pub fn choose(files: &[FileShape<'_>], options: &FamilyOptions) -> Option<Choice> {
+    if options.compaction_trigger == 0 {
+        return None;
+    }
+    match options.compaction {
+        Compaction::SizeTiered => choose_tiered(files, options.compaction_trigger),
+        Compaction::Leveled { base_bytes, multiplier } => {
+            choose_leveled(files, options.compaction_trigger, base_bytes, u64::from(multiplier))
+        }
+    }
+}
+
+/// The runs of `files` (consecutive files of one run), newest first.
+fn runs<'f, 'a>(files: &'f [FileShape<'a>]) -> Vec<&'f [FileShape<'a>]> {
+    files.chunk_by(|a, b| a.run == b.run).collect()
+}
+
+/// Size-tiered: the first group of similar neighbouring runs (see
+/// [`tier`]) merged into one run, bottommost if it includes the oldest.
+fn choose_tiered(files: &[FileShape<'_>], trigger: usize) -> Option<Choice> {
+    let runs = runs(files);
+    let sizes: Vec<u64> = runs.iter().map(|r| r.iter().map(|f| f.size).sum()).collect();
+    let range = tier(&sizes, trigger)?;
+    Some(Choice::Merge {
+        inputs: runs
+            .get(range.clone())?
+            .iter()
+            .flat_map(|r| r.iter().map(|f| f.file_id))
+            .collect(),
+        level: 0,
+        run: None,
+        bottommost: range.end == runs.len(),
+    })
+}
 
 /// The runs to merge, as a range of indexes into `run_sizes` (newest first),
 /// or `None`. Runs are grouped with their neighbours while each new run is
 /// within half to twice the average size of the group so far (Cassandra's
 /// size-tiered buckets); the first group of at least `trigger` runs wins.
-/// A trigger of 0 turns automatic compaction off.
-pub fn choose(run_sizes: &[u64], trigger: usize) -> Option<Range<usize>> {
+pub fn tier(run_sizes: &[u64], trigger: usize) -> Option<Range<usize>> {
     if trigger == 0 {
         return None;
     }
@@ -63,6 +191,138 @@ pub fn choose(run_sizes: &[u64], trigger: usize) -> Option<Range<usize>> {
         }
     }
     None
+}
+
+/// The target size of each level, and the base level (where level 0 is
+/// merged), from the levels' sizes (`sizes[l]`, level 0 unused).
+///
+/// The last level's target is what it holds; each level above is
+/// `1 / multiplier` of the one below, up to the first whose target would
+/// fall under `base_bytes / multiplier`: that level is the base, and the
+/// levels above it are not used (target 0). A small family so merges level 0
+/// straight into the last level; the base moves up a level each time the
+/// data grows `multiplier` times. (RocksDB's `level_compaction_dynamic_level_bytes`.)
+pub fn level_targets(
+    sizes: &[u64; LEVELS as usize],
+    base_bytes: u64,
+    multiplier: u64,
+) -> ([u64; LEVELS as usize], u32) {
+    let mut targets = [0u64; LEVELS as usize];
+    let last = LAST_LEVEL as usize;
+    let bottom = sizes.iter().skip(1).copied().max().unwrap_or(0);
+    let floor = base_bytes / multiplier.max(1);
+    let mut base = last;
+    let mut target = bottom;
+    if let Some(t) = targets.get_mut(last) {
+        *t = bottom;
+    }
+    while base > 1 {
+        let above = target / multiplier.max(1);
+        if above < floor.max(1) {
+            break;
+        }
+        base -= 1;
+        target = above;
+        if let Some(t) = targets.get_mut(base) {
+            *t = above;
+        }
+    }
+    (targets, base as u32)
+}
+
+/// Leveled: the level most over its target (level 0 by its runs against the
+/// trigger, the others by bytes against [`level_targets`]), compacted one
+/// step down.
+fn choose_leveled(files: &[FileShape<'_>], trigger: usize, base_bytes: u64, multiplier: u64) -> Option<Choice> {
+    let mut sizes = [0u64; LEVELS as usize];
+    for f in files {
+        if let Some(s) = sizes.get_mut(f.level.min(LAST_LEVEL) as usize) {
+            *s += f.size;
+        }
+    }
+    let (targets, base) = level_targets(&sizes, base_bytes, multiplier);
+    let level0_runs = runs(files)
+        .iter()
+        .filter(|r| r.first().is_some_and(|f| f.level == 0))
+        .count();
+
+    // Scores, in thousandths: how far over its target a level is. Level 0
+    // counts runs (each must be read apart); a level above the base should be
+    // empty, so any byte in it is over.
+    let mut best: Option<(u64, u32)> = None;
+    let mut consider = |score: u64, level: u32| {
+        if score >= 1000 && best.is_none_or(|(s, _)| score > s) {
+            best = Some((score, level));
+        }
+    };
+    consider((level0_runs * 1000 / trigger.max(1)) as u64, 0);
+    for level in 1..LAST_LEVEL {
+        let size = sizes.get(level as usize).copied().unwrap_or(0);
+        let target = targets.get(level as usize).copied().unwrap_or(0);
+        if size > 0 {
+            consider(size.saturating_mul(1000) / target.max(1), level);
+        }
+    }
+    let (_, level) = best?;
+    let level_run = |l: u32| files.iter().find(|f| f.level == l).map(|f| f.run);
+    let deeper_shares =
+        |output: u32, first: &[u8], last: &[u8]| files.iter().any(|f| f.level > output && f.shares_rows(first, last));
+    // Where a level's files go: the next level, or, from above the base
+    // level, the first level below that holds data, or else the base. Data
+    // never jumps over a level that holds data: a row's entries in a deeper
+    // level must stay older than those above.
+    let output = if level < base {
+        (level + 1..base)
+            .find(|&l| sizes.get(l as usize).is_some_and(|&s| s > 0))
+            .unwrap_or(base)
+    } else {
+        level + 1
+    };
+
+    // The files to take down.
+    let taken: Vec<&FileShape<'_>> = if level == 0 {
+        files.iter().filter(|f| f.level == 0).collect()
+    } else {
+        // The file whose rows the output level holds least of, per byte of
+        // its own (RocksDB's `kMinOverlappingRatio`): the cheapest step down.
+        let overlap = |f: &FileShape<'_>| -> u64 {
+            files
+                .iter()
+                .filter(|g| g.level == output && g.shares_rows(f.first_row, f.last_row))
+                .map(|g| g.size)
+                .sum()
+        };
+        let pick = files
+            .iter()
+            .filter(|f| f.level == level)
+            .min_by_key(|f| (overlap(f).saturating_mul(1024) / f.size.max(1), f.first_row))?;
+        vec![pick]
+    };
+    let first = taken.iter().map(|f| f.first_row).min()?;
+    let last = taken.iter().map(|f| f.last_row).max()?;
+    let below: Vec<&FileShape<'_>> = files
+        .iter()
+        .filter(|f| f.level == output && f.shares_rows(first, last))
+        .collect();
+    let run = level_run(output);
+    if let ([only], []) = (taken.as_slice(), below.as_slice()) {
+        return Some(Choice::Move {
+            file_id: only.file_id,
+            level: output,
+            run,
+        });
+    }
+    // Bottommost if no deeper level holds a row of any input: the files
+    // taken from below may reach past the rows of those taken from above.
+    let inputs: Vec<&FileShape<'_>> = taken.iter().chain(&below).copied().collect();
+    let first = inputs.iter().map(|f| f.first_row).min()?;
+    let last = inputs.iter().map(|f| f.last_row).max()?;
+    Some(Choice::Merge {
+        inputs: inputs.iter().map(|f| f.file_id).collect(),
+        level: output,
+        run,
+        bottommost: !deeper_shares(output, first, last),
+    })
 }
 
 /// What a flush or a compaction keeps, decided one entry at a time over its
@@ -139,13 +399,219 @@ mod tests {
 
     #[test]
     fn similar_neighbours_are_merged_once_there_are_enough() {
-        assert_eq!(choose(&[10, 10, 10], 4), None);
-        assert_eq!(choose(&[10, 11, 9, 10], 4), Some(0..4));
+        assert_eq!(tier(&[10, 10, 10], 4), None);
+        assert_eq!(tier(&[10, 11, 9, 10], 4), Some(0..4));
         // A big old run is left out of a group of small new ones.
-        assert_eq!(choose(&[10, 10, 10, 10, 1000], 4), Some(0..4));
+        assert_eq!(tier(&[10, 10, 10, 10, 1000], 4), Some(0..4));
         // A small new run does not join; the four similar ones behind it do.
-        assert_eq!(choose(&[1, 100, 100, 100, 100], 4), Some(1..5));
-        assert_eq!(choose(&[100, 100, 100, 100], 0), None);
+        assert_eq!(tier(&[1, 100, 100, 100, 100], 4), Some(1..5));
+        assert_eq!(tier(&[100, 100, 100, 100], 0), None);
+    }
+
+    const MB: u64 = 1 << 20;
+
+    /// A file of `size` MiB at `level` in `run`, holding rows `first` to `last`.
+    fn file(id: u64, run: u64, level: u32, size: u64, first: &'static str, last: &'static str) -> FileShape<'static> {
+        FileShape {
+            file_id: id,
+            run,
+            level,
+            size: size * MB,
+            first_row: first.as_bytes(),
+            last_row: last.as_bytes(),
+        }
+    }
+
+    fn leveled(trigger: usize) -> FamilyOptions {
+        FamilyOptions::default()
+            .compaction(Compaction::LEVELED)
+            .compaction_trigger(trigger)
+    }
+
+    #[test]
+    fn size_tiered_merges_whole_runs_and_is_bottommost_with_the_oldest() {
+        let files = [
+            file(9, 9, 0, 10, "a", "z"),
+            file(8, 8, 0, 10, "a", "z"),
+            file(6, 6, 0, 10, "a", "m"),
+            file(7, 6, 0, 10, "n", "z"),
+            file(5, 5, 0, 11, "a", "z"),
+        ];
+        let options = FamilyOptions::default().compaction_trigger(3);
+        // Runs 9, 8, 6 (two files, 20 MiB) and 5: 9 and 8 and then 6 is within twice their average.
+        assert_eq!(
+            choose(&files, &options),
+            Some(Choice::Merge {
+                inputs: vec![9, 8, 6, 7, 5],
+                level: 0,
+                run: None,
+                bottommost: true
+            })
+        );
+        assert_eq!(choose(&files[..2], &options), None);
+        assert_eq!(choose(&files, &options.compaction_trigger(0)), None);
+    }
+
+    #[test]
+    fn level_targets_grow_from_the_last_level_up_and_the_base_follows_the_data() {
+        let base = 256 * MB;
+        let at = |bottom: u64| {
+            let mut sizes = [0; LEVELS as usize];
+            sizes[LAST_LEVEL as usize] = bottom;
+            level_targets(&sizes, base, 10)
+        };
+        // Empty, or less than ten times the floor: level 0 goes straight to the last level.
+        assert_eq!(at(0), ([0, 0, 0, 0, 0, 0, 0], 6));
+        assert_eq!(at(100 * MB), ([0, 0, 0, 0, 0, 0, 100 * MB], 6));
+        // 1.2 GB: the base is level 5, a tenth of it.
+        assert_eq!(at(1200 * MB), ([0, 0, 0, 0, 0, 120 * MB, 1200 * MB], 5));
+        // 20 GB: levels 4 and 5.
+        assert_eq!(at(20_000 * MB), ([0, 0, 0, 0, 200 * MB, 2000 * MB, 20_000 * MB], 4));
+    }
+
+    #[test]
+    fn level_0_is_merged_into_the_base_level_once_it_holds_trigger_runs() {
+        // Level 6 holds 1.2 GB, so level 5 is the base, with a target of 120 MiB.
+        let files = [
+            file(20, 20, 0, 40, "c", "x"),
+            file(19, 19, 0, 40, "a", "k"),
+            file(18, 18, 0, 40, "b", "y"),
+            file(10, 3, 5, 50, "a", "f"),
+            file(11, 3, 5, 50, "g", "p"),
+            file(5, 4, 6, 1200, "a", "z"),
+        ];
+        assert_eq!(
+            choose(&files, &leveled(4)),
+            None,
+            "three runs, trigger 4; level 5 under its target"
+        );
+        // All of level 0, and the base files sharing rows with it ("a" to "y": both), join the
+        // base level's run; level 6 holds those rows too, so this is not bottommost.
+        assert_eq!(
+            choose(&files, &leveled(3)),
+            Some(Choice::Merge {
+                inputs: vec![20, 19, 18, 10, 11],
+                level: 5,
+                run: Some(3),
+                bottommost: false
+            })
+        );
+    }
+
+    #[test]
+    fn the_level_most_over_its_target_gives_the_file_cheapest_to_merge_down() {
+        let files = [
+            file(20, 20, 0, 40, "c", "x"),
+            file(19, 19, 0, 40, "a", "k"),
+            file(18, 18, 0, 40, "b", "y"),
+            file(10, 3, 5, 50, "a", "f"),
+            file(11, 3, 5, 50, "g", "p"),
+            file(12, 3, 5, 60, "q", "z"),
+            file(5, 4, 6, 1200, "a", "z"),
+        ];
+        // Level 5 at 160/120 is further over than level 0 at 3/3. Every file of level 5
+        // shares rows with the one file of level 6; the 60 MiB one brings the most of its
+        // own bytes per byte merged.
+        assert_eq!(
+            choose(&files, &leveled(3)),
+            Some(Choice::Merge {
+                inputs: vec![12, 5],
+                level: 6,
+                run: Some(4),
+                bottommost: true
+            })
+        );
+    }
+
+    #[test]
+    fn a_file_sharing_no_row_with_the_level_below_moves_without_a_rewrite() {
+        // A lone flush on an empty family goes to the last level as it is.
+        let files = [file(7, 7, 0, 40, "a", "k")];
+        assert_eq!(
+            choose(&files, &leveled(1)),
+            Some(Choice::Move {
+                file_id: 7,
+                level: 6,
+                run: None
+            })
+        );
+        // A level over its target moves a file whose rows the next level lacks.
+        let files = [
+            file(10, 3, 5, 200, "m", "p"),
+            file(5, 4, 6, 300, "a", "c"),
+            file(6, 4, 6, 300, "q", "z"),
+            file(4, 4, 6, 600, "d", "l"),
+        ];
+        assert_eq!(
+            choose(&files, &leveled(4)),
+            Some(Choice::Move {
+                file_id: 10,
+                level: 6,
+                run: Some(4)
+            })
+        );
+    }
+
+    #[test]
+    fn a_merge_is_bottommost_only_if_no_deeper_level_holds_a_row_of_any_input() {
+        // Level 4's file ("m" to "n") takes level 5's file ("a" to "z") with it; level 6
+        // holds "b", outside the rows of the file taken from level 4 but inside those of
+        // the one from level 5: a deletion of "b" must stay, to hide level 6's "b".
+        let files = [
+            file(10, 3, 4, 300, "m", "n"),
+            file(11, 4, 5, 100, "a", "z"),
+            file(12, 5, 6, 1000, "b", "b"),
+            file(13, 5, 6, 9000, "c", "c"),
+        ];
+        assert_eq!(
+            choose(&files, &leveled(4)),
+            Some(Choice::Merge {
+                inputs: vec![10, 11],
+                level: 5,
+                run: Some(4),
+                bottommost: false
+            })
+        );
+    }
+
+    #[test]
+    fn data_above_the_base_level_is_always_moved_down() {
+        // The family shrank: levels 2 and 3 are above the base now (level 6 alone is under
+        // ten times the floor), so they empty whatever their size, the larger first, each
+        // into the first level below it that holds data, or else the base.
+        let files = [
+            file(3, 3, 2, 1, "a", "b"),
+            file(4, 4, 3, 5, "a", "z"),
+            file(5, 5, 6, 50, "a", "z"),
+        ];
+        assert_eq!(
+            choose(&files, &leveled(4)),
+            Some(Choice::Merge {
+                inputs: vec![4, 5],
+                level: 6,
+                run: Some(5),
+                bottommost: true
+            })
+        );
+        assert_eq!(
+            choose(&files[..1], &leveled(4)),
+            Some(Choice::Move {
+                file_id: 3,
+                level: 6,
+                run: None
+            })
+        );
+        let with_level_0 = [file(9, 9, 0, 1, "a", "z"), files[0].clone(), files[2].clone()];
+        assert_eq!(
+            choose(&with_level_0, &leveled(1)),
+            Some(Choice::Merge {
+                inputs: vec![3, 5],
+                level: 6,
+                run: Some(5),
+                bottommost: true
+            }),
+            "level 2 first; level 0 would have gone to level 2, not over it"
+        );
     }
 
     #[test]

@@ -142,6 +142,8 @@ pub struct TableRecord {
     pub file_id: u64,
     /// The sorted run it belongs to.
     pub run: u64,
+    /// Its level (0 but in a leveled family; see [`crate::Compaction`]).
+    pub level: u32,
     /// Its size in bytes.
     pub size: u64,
     /// Entries, tombstones included.
@@ -163,6 +165,7 @@ impl From<&TableMeta> for TableRecord {
         TableRecord {
             file_id: t.file_id,
             run: t.run,
+            level: t.level,
             size: t.size,
             entries: t.entries,
             tombstones: t.tombstones,

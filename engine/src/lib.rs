@@ -68,11 +68,10 @@ mod visibility;
 
 pub use batch::WriteBatch;
 pub use cellar_sstable::BlockCache;
-pub use compaction::choose as choose_compaction;
 pub use error::{Error, Result};
 pub use options::{
-    validate_family_name, Compression, FamilyOptions, StoreOptions, SyncPolicy, LOG_BUFFER_BYTES, MAX_COLUMN_BYTES,
-    MAX_ROW_BYTES, MAX_VALUE_BYTES,
+    validate_family_name, Compaction, Compression, FamilyOptions, StoreOptions, SyncPolicy, LOG_BUFFER_BYTES,
+    MAX_COLUMN_BYTES, MAX_ROW_BYTES, MAX_VALUE_BYTES,
 };
 pub use read::{Cell, ColumnRange, Row, RowRange, Scan, Snapshot};
 pub use read_only::ReadOnlyStore;

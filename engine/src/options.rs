@@ -137,6 +137,44 @@ impl StoreOptions {
     }
 }
 
+/// How a family's table files are merged in the background.
+///
+/// Both strategies merge sorted runs to drop what no reader can see and to
+/// keep reads from consulting too many files; they differ in what they
+/// rewrite (`engine/src/compaction.rs` has the rules and their costs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compaction {
+    /// Size-tiered (Cassandra's, RocksDB's "universal"): runs of similar
+    /// size are merged into one once `compaction_trigger` of them sit side
+    /// by side. Each byte is rewritten about once per tier (few rewrites,
+    /// fast writes), but a key range is spread over several runs, so a seek
+    /// merges one cursor per run, and superseded versions wait in the
+    /// younger runs until the tiers meet (more space).
+    SizeTiered,
+    /// Leveled (LevelDB's, RocksDB's default): flushed runs (level 0) are
+    /// merged into one sorted run per level, each level holding about
+    /// `multiplier` times the one above it, sized from the last level up
+    /// (RocksDB's dynamic level sizes). A read consults level 0 and one file
+    /// per level, and at most about 1 / `multiplier` of the data is
+    /// superseded versions; the price is rewriting each byte about
+    /// `multiplier` times per level it moves down.
+    Leveled {
+        /// The largest target of the level that level 0 is merged into
+        /// (default 256 MiB, RocksDB's `max_bytes_for_level_base`).
+        base_bytes: u64,
+        /// How many times larger each level is than the one above it (default 10).
+        multiplier: u32,
+    },
+}
+
+impl Compaction {
+    /// Leveled compaction with RocksDB's default sizes: a 256 MiB base, ×10 per level.
+    pub const LEVELED: Compaction = Compaction::Leveled {
+        base_bytes: 256 << 20,
+        multiplier: 10,
+    };
+}
+
 /// Options of one column family.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FamilyOptions {
@@ -154,8 +192,11 @@ pub struct FamilyOptions {
     pub memtable_max_bytes: usize,
     /// ... or when it holds this many entries (default: no limit; the lesson uses 25,000).
     pub memtable_max_entries: Option<usize>,
-    /// Automatic (minor, size-tiered) compaction starts when this many runs of
-    /// similar size sit side by side (default 4; 0 = automatic compaction off).
+    /// How table files are compacted (default size-tiered).
+    pub compaction: Compaction,
+    /// Automatic compaction starts when this many runs of similar size sit
+    /// side by side (size-tiered), or when level 0 holds this many runs
+    /// (leveled) (default 4; 0 = automatic compaction off).
     pub compaction_trigger: usize,
     /// Compaction output files are cut at this size (default 64 MiB).
     pub target_file_bytes: u64,
@@ -184,6 +225,7 @@ impl Default for FamilyOptions {
             bloom_bits_per_key: 10,
             memtable_max_bytes: 64 << 20,
             memtable_max_entries: None,
+            compaction: Compaction::SizeTiered,
             compaction_trigger: 4,
             target_file_bytes: 64 << 20,
             target_file_entries: None,
@@ -236,6 +278,11 @@ impl FamilyOptions {
         self.target_file_bytes = n;
         self
     }
+    /// Sets how table files are compacted.
+    pub fn compaction(mut self, compaction: Compaction) -> Self {
+        self.compaction = compaction;
+        self
+    }
     /// Sets the compaction trigger (0 turns automatic compaction off).
     pub fn compaction_trigger(mut self, n: usize) -> Self {
         self.compaction_trigger = n;
@@ -278,18 +325,29 @@ impl FamilyOptions {
             return Err(Error::InvalidArgument("target file size must be positive".into()));
         }
         self.compression.check().map_err(Error::InvalidArgument)?;
+        if let Compaction::Leveled { base_bytes, multiplier } = self.compaction {
+            if base_bytes == 0 || !(2..=1000).contains(&multiplier) {
+                return Err(Error::InvalidArgument(
+                    "leveled compaction needs a positive base size and a multiplier from 2 to 1000".into(),
+                ));
+            }
+        }
         Ok(())
     }
 
     /// Encodes the options for the manifest: a version byte, then fixed fields
     /// (version 2 added `tail_copies`, one byte at the end; version 3 the
     /// compression: its codec byte, 0 none, 1 LZ4, 2 Zstandard, and its level,
-    /// `i32` LE). Options without compression are still written as version 2,
-    /// so a build before compression reads the manifest of a store that uses none.
+    /// `i32` LE; version 4 the compaction strategy after that: a byte, 1 for
+    /// leveled, then the base size (u64) and the multiplier (u32)). Each
+    /// family is written as the lowest version that holds its options, so a
+    /// build before compression (or before leveled compaction) reads the
+    /// manifest of a store that uses none.
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let version = match self.compression {
-            Compression::None => 2u8,
-            _ => 3,
+        let version = match (self.compaction, self.compression) {
+            (Compaction::Leveled { .. }, _) => 4u8,
+            (Compaction::SizeTiered, Compression::None) => 2,
+            (Compaction::SizeTiered, _) => 3,
         };
         let mut out = vec![version];
         out.extend_from_slice(&self.max_versions.to_le_bytes());
@@ -306,6 +364,11 @@ impl FamilyOptions {
             out.push(self.compression.codec().as_u8());
             out.extend_from_slice(&self.compression.level().to_le_bytes());
         }
+        if let Compaction::Leveled { base_bytes, multiplier } = self.compaction {
+            out.push(1);
+            out.extend_from_slice(&base_bytes.to_le_bytes());
+            out.extend_from_slice(&multiplier.to_le_bytes());
+        }
         out
     }
 
@@ -313,7 +376,7 @@ impl FamilyOptions {
     pub(crate) fn decode(bytes: &[u8]) -> Option<FamilyOptions> {
         let mut r = Reader { bytes, at: 0 };
         let [version] = r.take::<1>()?;
-        if !(1..=3).contains(&version) {
+        if !(1..=4).contains(&version) {
             return None;
         }
         let max_versions = u32::from_le_bytes(r.take()?);
@@ -338,7 +401,21 @@ impl FamilyOptions {
             _ => {
                 let [codec] = r.take::<1>()?;
                 let level = i32::from_le_bytes(r.take()?);
-                Compression::from_parts(codec, u64::try_from(level).ok()?).filter(|c| *c != Compression::None)?
+                let compression = Compression::from_parts(codec, u64::try_from(level).ok()?)?;
+                // Version 3 exists only for compression; version 4 may hold none.
+                (version > 3 || compression != Compression::None).then_some(compression)?
+            }
+        };
+        let compaction = match version {
+            1..=3 => Compaction::SizeTiered,
+            _ => {
+                let [style] = r.take::<1>()?;
+                let base_bytes = r.u64()?;
+                let multiplier = u32::from_le_bytes(r.take()?);
+                match style {
+                    1 => Compaction::Leveled { base_bytes, multiplier },
+                    _ => return None,
+                }
             }
         };
         if r.at != bytes.len() {
@@ -351,6 +428,7 @@ impl FamilyOptions {
             bloom_bits_per_key,
             memtable_max_bytes,
             memtable_max_entries: (memtable_max_entries != u64::MAX).then_some(memtable_max_entries as usize),
+            compaction,
             compaction_trigger,
             target_file_bytes,
             target_file_entries: (target_file_entries != u64::MAX).then_some(target_file_entries),
@@ -407,13 +485,19 @@ mod tests {
             .ttl(Duration::from_secs(60))
             .memtable_max_entries(25_000)
             .target_file_entries(25_000)
-            .tail_copies(true);
+            .tail_copies(true)
+            .compaction(Compaction::LEVELED);
         assert_eq!(FamilyOptions::decode(&options.encode()), Some(options.clone()));
+        // Size-tiered options without compression are written as version 2.
+        let tiered = options.clone().compaction(Compaction::SizeTiered);
+        let v2 = tiered.encode();
+        assert_eq!(v2[0], 2);
+        assert_eq!(FamilyOptions::decode(&v2), Some(tiered.clone()));
         // Version 1 (before tail copies): the same bytes without the last one.
-        let mut v1 = options.encode();
+        let mut v1 = v2.clone();
         v1[0] = 1;
         v1.pop();
-        assert_eq!(FamilyOptions::decode(&v1), Some(options.tail_copies(false)));
+        assert_eq!(FamilyOptions::decode(&v1), Some(tiered.tail_copies(false)));
         assert_eq!(
             FamilyOptions::decode(&FamilyOptions::default().encode()),
             Some(FamilyOptions::default())
@@ -458,6 +542,49 @@ mod tests {
             .compression(Compression::Zstd { level: 0 })
             .validate()
             .is_err());
+    }
+
+    #[test]
+    fn leveled_compaction_is_recorded_in_version_4_after_the_compression() {
+        let leveled = Compaction::Leveled {
+            base_bytes: 600,
+            multiplier: 2,
+        };
+        for compression in [Compression::None, Compression::Lz4] {
+            let options = FamilyOptions::default().compression(compression).compaction(leveled);
+            let bytes = options.encode();
+            // Version 3's fields (the codec byte and level even for none), then
+            // the strategy byte, the base size and the multiplier.
+            let mut expected = FamilyOptions::default().encode();
+            expected[0] = 4;
+            expected.push(compression.codec().as_u8());
+            expected.extend_from_slice(&compression.level().to_le_bytes());
+            expected.push(1);
+            expected.extend_from_slice(&600u64.to_le_bytes());
+            expected.extend_from_slice(&2u32.to_le_bytes());
+            assert_eq!(bytes, expected);
+            assert_eq!(FamilyOptions::decode(&bytes), Some(options));
+        }
+        // A strategy this build does not know, a record cut short: not options.
+        let mut bad = FamilyOptions::default().compaction(leveled).encode();
+        let style_at = bad.len() - 13;
+        bad[style_at] = 2;
+        assert_eq!(FamilyOptions::decode(&bad), None);
+        bad[style_at] = 1;
+        bad.pop();
+        assert_eq!(FamilyOptions::decode(&bad), None);
+        for multiplier in [0, 1, 1001] {
+            let options = FamilyOptions::default().compaction(Compaction::Leveled {
+                base_bytes: 1 << 20,
+                multiplier,
+            });
+            assert!(options.validate().is_err(), "{multiplier}");
+        }
+        let no_base = FamilyOptions::default().compaction(Compaction::Leveled {
+            base_bytes: 0,
+            multiplier: 10,
+        });
+        assert!(no_base.validate().is_err());
     }
 
     #[test]

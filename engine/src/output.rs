@@ -5,6 +5,12 @@
 //! reaches the family's target size, and gathers the manifest's [`TableMeta`]
 //! of each file (key range, sequence and timestamp ranges) as it goes.
 //!
+//! A leveled family's files are cut between rows only, so no row is split
+//! across two files of a level: a compaction that takes a file down a level
+//! then takes every entry of its rows, and a row's entries in a deeper level
+//! are always older than those above (a row tombstone and the cells it hides
+//! never change places). A row larger than the target size makes a larger file.
+//!
 //! The files are written under their *pending* name (see [`crate::files`]):
 //! a [`PendingTable`] is complete and synced, but no durable manifest record
 //! lists it yet. Once one does, [`PendingTable::publish`] gives it its final
@@ -19,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::files::{pending_path, table_path};
 use crate::key;
 use crate::manifest::TableMeta;
-use crate::options::FamilyOptions;
+use crate::options::{Compaction, FamilyOptions};
 use crate::version::TableFile;
 
 /// A finished table file that no durable manifest record lists yet.
@@ -77,7 +83,12 @@ pub(crate) struct TableOutput<'a> {
     options: &'a FamilyOptions,
     /// Cut files at the target size (compaction) or never (flush: one memtable, one file).
     split: bool,
+    /// Cut only where a row ends (leveled families).
+    whole_rows: bool,
+    /// The current file is full: cut it where the next row starts.
+    full: bool,
     run: u64,
+    level: u32,
     current: Option<Current>,
     finished: Vec<PendingTable>,
 }
@@ -88,6 +99,7 @@ impl<'a> TableOutput<'a> {
         next_file: &'a AtomicU64,
         options: &'a FamilyOptions,
         run: u64,
+        level: u32,
         split: bool,
     ) -> TableOutput<'a> {
         TableOutput {
@@ -95,7 +107,10 @@ impl<'a> TableOutput<'a> {
             next_file,
             options,
             split,
+            whole_rows: matches!(options.compaction, Compaction::Leveled { .. }),
+            full: false,
             run,
+            level,
             current: None,
             finished: Vec::new(),
         }
@@ -111,6 +126,16 @@ impl<'a> TableOutput<'a> {
             ));
         };
         let row = key::row_part(entry_key).unwrap_or(entry_key);
+        if self.full {
+            // Full at the last entry: cut here unless this entry continues its row.
+            let same_row = self
+                .current
+                .as_ref()
+                .is_some_and(|c| key::row_part(&c.meta.last_key) == Some(row));
+            if !same_row {
+                self.finish_current()?;
+            }
+        }
         if self.current.is_none() {
             let file_id = self.next_file.fetch_add(1, Ordering::SeqCst);
             let path = pending_path(self.dir, file_id);
@@ -128,7 +153,7 @@ impl<'a> TableOutput<'a> {
             let builder = TableBuilder::create(&path, table_options)?;
             self.current = Some(Current {
                 builder,
-                meta: TableMeta::empty(file_id, self.run),
+                meta: TableMeta::empty(file_id, self.run, self.level),
             });
         }
         let full = if let Some(c) = self.current.as_mut() {
@@ -141,13 +166,16 @@ impl<'a> TableOutput<'a> {
         } else {
             false
         };
-        if full {
+        if full && !self.whole_rows {
             self.finish_current()?;
+        } else {
+            self.full = full;
         }
         Ok(())
     }
 
     fn finish_current(&mut self) -> Result<()> {
+        self.full = false;
         if let Some(c) = self.current.take() {
             let properties = c.builder.finish()?;
             let mut meta = c.meta;

@@ -31,6 +31,8 @@ pub struct TableInfo {
     pub file_id: u64,
     /// Sorted run.
     pub run: u64,
+    /// Level (0 in a size-tiered family; see [`crate::Compaction`]).
+    pub level: u32,
     /// Path of the file.
     pub path: std::path::PathBuf,
     /// Bytes on disk.
@@ -259,6 +261,7 @@ pub(crate) fn tables(v: &Version) -> Vec<TableInfo> {
                 family: fam.name.clone(),
                 file_id: t.meta.file_id,
                 run: t.meta.run,
+                level: t.meta.level,
                 path: t.path.clone(),
                 size: t.meta.size,
                 entries: t.meta.entries,

@@ -36,6 +36,32 @@ impl TableFile {
         }
     }
 
+    /// The same file at another level and run (a compaction that moves a
+    /// file down a level without rewriting it): it shares the open table.
+    pub fn moved(&self, level: u32, run: u64) -> TableFile {
+        let mut meta = self.meta.clone();
+        meta.level = level;
+        meta.run = run;
+        TableFile {
+            meta,
+            table: Arc::clone(&self.table),
+            path: self.path.clone(),
+            obsolete: AtomicBool::new(false),
+        }
+    }
+
+    /// What compaction planning needs to know of the file.
+    pub fn shape(&self) -> crate::compaction::FileShape<'_> {
+        crate::compaction::FileShape {
+            file_id: self.meta.file_id,
+            run: self.meta.run,
+            level: self.meta.level,
+            size: self.meta.size,
+            first_row: crate::key::row_part(&self.meta.first_key).unwrap_or(&self.meta.first_key),
+            last_row: crate::key::row_part(&self.meta.last_key).unwrap_or(&self.meta.last_key),
+        }
+    }
+
     /// Marks the file for deletion once no version refers to it.
     pub fn mark_obsolete(&self) {
         self.obsolete.store(true, Ordering::Release);
@@ -63,7 +89,8 @@ pub(crate) struct FamilyVersion {
     pub active: Arc<Memtable>,
     /// Frozen memtables waiting for flush, newest first.
     pub frozen: Vec<Arc<Memtable>>,
-    /// Table files, newest run first; inside a run, in key order.
+    /// Table files, newest run first (level 0 by age, then each deeper
+    /// level); inside a run, in key order.
     pub tables: Vec<Arc<TableFile>>,
     /// Counters shared by every version of this family.
     pub counters: Arc<FamilyCounters>,
@@ -82,8 +109,11 @@ pub(crate) struct FamilyCounters {
 }
 
 impl FamilyVersion {
-    /// Puts table files in read order: runs newest first (by the largest
-    /// sequence number they hold), the files of one run by key.
+    /// Puts table files in read order: level 0's runs newest first (by the
+    /// largest sequence number they hold), then each deeper level (a leveled
+    /// family's; every file of a size-tiered one is at level 0); the files
+    /// of one run by key. For any one row, this is newest first: a deeper
+    /// level only ever receives a row's entries from the level above.
     pub fn order_tables(tables: &mut [Arc<TableFile>]) {
         let mut run_max: HashMap<u64, u64> = HashMap::new();
         for t in tables.iter() {
@@ -93,7 +123,10 @@ impl FamilyVersion {
         tables.sort_by(|a, b| {
             let ra = run_max.get(&a.meta.run).copied().unwrap_or(0);
             let rb = run_max.get(&b.meta.run).copied().unwrap_or(0);
-            rb.cmp(&ra)
+            a.meta
+                .level
+                .cmp(&b.meta.level)
+                .then(rb.cmp(&ra))
                 .then(b.meta.run.cmp(&a.meta.run))
                 .then(a.meta.first_key.cmp(&b.meta.first_key))
         });

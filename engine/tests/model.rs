@@ -30,17 +30,17 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 
 use cellar_engine::{
-    Cell, ColumnRange, Compression, FamilyOptions, Row, RowRange, Snapshot, Store, StoreOptions, WriteBatch,
+    Cell, ColumnRange, Compaction, Compression, FamilyOptions, Row, RowRange, Snapshot, Store, StoreOptions, WriteBatch,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-const FAMILIES: [&str; 4] = ["a", "b", "c", "d"];
-const MAX_VERSIONS: [u32; 4] = [1, 2, 3, 2];
+const FAMILIES: [&str; 5] = ["a", "b", "c", "d", "e"];
+const MAX_VERSIONS: [u32; 5] = [1, 2, 3, 2, 2];
 /// Family `d` keeps cells for an hour: every explicit timestamp (a few
 /// milliseconds after 1970) has expired, every default-clock one has not.
-const TTL: [bool; 4] = [false, false, false, true];
+const TTL: [bool; 5] = [false, false, false, true, false];
 const ROWS: [&str; 5] = ["r0", "r1", "r2", "r3", "r4"];
 const COLUMNS: [&str; 4] = ["c0", "c1", "c2", "c3"];
 /// Explicit timestamps are drawn from `0..EXPLICIT_TS`, so equal and
@@ -57,7 +57,10 @@ const CLOCK_FAMILY: &str = "clock";
 /// again. The third keeps 3 versions in memtables of 40 entries that are compacted only
 /// on request: versions pile up in one memtable (a flush drops the ones no
 /// reader needs) and across files (a read steps over them, then seeks). The
-/// fourth keeps cells for an hour.
+/// fourth keeps cells for an hour. The fifth compacts leveled, with levels of
+/// a few hundred bytes growing ×2, so level 0 is merged down, levels pass
+/// files (or move them whole) to the next, and the base level moves as the
+/// family grows and shrinks.
 fn family_options(index: usize) -> FamilyOptions {
     let options = FamilyOptions::default()
         .max_versions(MAX_VERSIONS[index])
@@ -73,6 +76,10 @@ fn family_options(index: usize) -> FamilyOptions {
         });
     match index {
         2 => options.memtable_max_entries(40).compaction_trigger(0),
+        4 => options.compaction(Compaction::Leveled {
+            base_bytes: 600,
+            multiplier: 2,
+        }),
         _ if TTL[index] => options.ttl(std::time::Duration::from_secs(3600)),
         _ => options,
     }
@@ -85,6 +92,7 @@ fn store_options() -> StoreOptions {
         .family_with(FAMILIES[1], family_options(1))
         .family_with(FAMILIES[2], family_options(2))
         .family_with(FAMILIES[3], family_options(3))
+        .family_with(FAMILIES[4], family_options(4))
         .family(CLOCK_FAMILY)
 }
 
@@ -148,7 +156,7 @@ fn write_strategy() -> impl Strategy<Value = Write> {
     let row = || prop_oneof![2 => Just(0), 1 => 0..ROWS.len()];
     let column = || prop_oneof![2 => Just(0), 1 => 0..COLUMNS.len()];
     // Family `c`, where versions pile up, gets more writes.
-    let family = || prop_oneof![1 => Just(0), 1 => Just(1), 3 => Just(2), 1 => Just(3)];
+    let family = || prop_oneof![1 => Just(0), 1 => Just(1), 3 => Just(2), 1 => Just(3), 2 => Just(4)];
     prop_oneof![
         6 => (family(), row(), column(), ts.clone()).prop_map(|(f, r, c, ts)| Write::Put { f, r, c, ts }),
         2 => (family(), row(), column(), ts.clone()).prop_map(|(f, r, c, ts)| Write::Delete { f, r, c, ts }),
@@ -621,11 +629,54 @@ fn batch(store: &Store, model: &mut Model, writes: &[Write]) -> Result<(), TestC
     Ok(())
 }
 
-fn run(ops: &[Op]) -> Result<(), TestCaseError> {
+/// The leveled family's shape: every level below 0 is one run whose files
+/// hold disjoint rows (no row split across two files of a level); the
+/// size-tiered families keep everything at level 0. Returns how many levels
+/// below 0 the leveled family uses.
+fn check_levels(store: &Store, step: usize) -> Result<usize, TestCaseError> {
+    let tables = store.tables();
+    let row = |k: &[u8]| cellar_engine::key::row_part(k).unwrap_or(k).to_vec();
+    for t in tables.iter().filter(|t| t.family != FAMILIES[4]) {
+        prop_assert_eq!(
+            t.level,
+            0,
+            "step {}: size-tiered file {} below level 0",
+            step,
+            t.file_id
+        );
+    }
+    let mut leveled: Vec<_> = tables
+        .iter()
+        .filter(|t| t.family == FAMILIES[4] && t.level > 0)
+        .collect();
+    leveled.sort_by(|a, b| (a.level, &a.first_key).cmp(&(b.level, &b.first_key)));
+    for pair in leveled.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if a.level == b.level {
+            prop_assert_eq!(a.run, b.run, "step {}: level {} holds two runs", step, a.level);
+            prop_assert!(
+                row(&a.last_key) < row(&b.first_key),
+                "step {}: files {} and {} of level {} share a row",
+                step,
+                a.file_id,
+                b.file_id,
+                a.level
+            );
+        }
+    }
+    let mut levels: Vec<u32> = leveled.iter().map(|t| t.level).collect();
+    levels.dedup();
+    Ok(levels.len())
+}
+
+/// Runs `ops` against the store and the model, checking every read after
+/// each step; returns the most levels below 0 the leveled family used.
+fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
     let dir = tempfile::tempdir().map_err(fail)?;
     let mut store = Some(Store::open(dir.path(), store_options()).map_err(fail)?);
     let mut model = Model::default();
     let mut held: Option<(Snapshot, u64)> = None;
+    let mut most_levels = 0;
     for (step, op) in ops.iter().enumerate() {
         let s = store.as_ref().ok_or_else(|| fail("no store"))?;
         match op {
@@ -649,6 +700,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
             check_snapshot(snapshot, &model, *upto, step)?;
         }
         prop_assert_eq!(s.families().len(), FAMILIES.len() + 1);
+        most_levels = most_levels.max(check_levels(s, step)?);
     }
     // Finally: everything survives one more reopen after all background work.
     let s = store.take().ok_or_else(|| fail("no store"))?;
@@ -657,7 +709,8 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     drop(s);
     let s = Store::open(dir.path(), store_options()).map_err(fail)?;
     check_all(&s, &model, u64::MAX, ops.len())?;
-    Ok(())
+    check_levels(&s, ops.len())?;
+    Ok(most_levels)
 }
 
 proptest! {
@@ -667,6 +720,41 @@ proptest! {
     fn reads_match_the_model_after_every_step(ops in vec(op_strategy(), 1..60)) {
         run(&ops)?;
     }
+}
+
+/// The leveled family under a steady stream of writes to every cell, with
+/// deletions, flushes, a snapshot and reopens: level 0 is merged down, the
+/// base level moves up as the family grows, and at least three levels below
+/// level 0 hold files at once, while every read matches the model.
+#[test]
+fn leveled_family_forms_several_levels_and_reads_match_the_model() -> Result<(), TestCaseError> {
+    let mut ops = Vec::new();
+    for i in 0..600usize {
+        let (r, c, ts) = (
+            i % ROWS.len(),
+            (i / ROWS.len()) % COLUMNS.len(),
+            Some((i as u64 * 7) % EXPLICIT_TS),
+        );
+        ops.push(Op::Single(match i % 23 {
+            5 => Write::Delete { f: 4, r, c, ts },
+            17 => Write::DeleteRow { f: 4, r, ts },
+            _ => Write::Put {
+                f: 4,
+                r,
+                c,
+                ts: if i % 3 == 0 { None } else { ts },
+            },
+        }));
+        match i % 97 {
+            40 => ops.push(Op::WaitForBackgroundWork),
+            60 => ops.push(Op::TakeSnapshot),
+            96 => ops.push(Op::Reopen),
+            _ => {}
+        }
+    }
+    let levels = run(&ops)?;
+    prop_assert!(levels >= 3, "the leveled family used {} levels below 0", levels);
+    Ok(())
 }
 
 /// The default clock: milliseconds since the epoch, never going backwards, and

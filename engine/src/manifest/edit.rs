@@ -14,12 +14,17 @@ use crate::error::Error;
 ///
 /// A cellar that finds a larger version refuses to open the store rather than
 /// misread it ([`Error::UnsupportedVersion`]). Version 2 added
-/// [`Edit::RemoveFamily`]; a group is written as version 2 only when it holds
-/// one, so a store whose families were never dropped stays readable by a
-/// cellar that knows version 1 only.
-pub(crate) const EDIT_FORMAT_VERSION: u8 = 2;
+/// [`Edit::RemoveFamily`]; version 3 added a table below level 0
+/// ([`tag::ADD_TABLE_AT_LEVEL`], which only a family with leveled compaction
+/// writes). A group is written as the lowest version that holds its edits, so
+/// a store whose families were never dropped and are all size-tiered stays
+/// readable by a cellar that knows version 1 only.
+pub(crate) const EDIT_FORMAT_VERSION: u8 = 3;
 
-/// The first version, without [`Edit::RemoveFamily`].
+/// The version that added [`Edit::RemoveFamily`].
+const EDIT_FORMAT_VERSION_2: u8 = 2;
+
+/// The first version, without [`Edit::RemoveFamily`] or levels.
 const EDIT_FORMAT_VERSION_1: u8 = 1;
 
 /// The tag byte that starts each encoded [`Edit`]. Never reuse a number.
@@ -40,6 +45,9 @@ mod tag {
     pub(super) const NEXT_FILE_NUMBER: u8 = 7;
     /// [`super::Edit::RemoveFamily`] (format version 2).
     pub(super) const REMOVE_FAMILY: u8 = 8;
+    /// [`super::Edit::AddTable`] of a table at a level other than 0 (format
+    /// version 3): the fields of [`ADD_TABLE`], then the level (u32).
+    pub(super) const ADD_TABLE_AT_LEVEL: u8 = 9;
 }
 
 /// One change to the store's file set or counters.
@@ -104,6 +112,10 @@ pub(crate) struct TableMeta {
     pub(crate) file_id: u64,
     /// The sorted run the file belongs to.
     pub(crate) run: u64,
+    /// Its level: 0 for every file of a size-tiered family and for a
+    /// leveled family's flushes; 1 and deeper for a leveled family's levels,
+    /// each one run.
+    pub(crate) level: u32,
     /// File size in bytes.
     pub(crate) size: u64,
     /// Entries stored, tombstones included.
@@ -126,10 +138,11 @@ pub(crate) struct TableMeta {
 
 impl TableMeta {
     /// The record of a table file about to receive its first entry.
-    pub(crate) fn empty(file_id: u64, run: u64) -> TableMeta {
+    pub(crate) fn empty(file_id: u64, run: u64, level: u32) -> TableMeta {
         TableMeta {
             file_id,
             run,
+            level,
             size: 0,
             entries: 0,
             tombstones: 0,
@@ -163,12 +176,8 @@ impl TableMeta {
 /// its fields. Integers are fixed-width little-endian; byte strings and names
 /// are a u32 length then the bytes. (FORMAT-log-manifest.md has the diagrams.)
 pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
-    let needs_2 = edits.iter().any(|e| matches!(e, Edit::RemoveFamily { .. }));
-    let mut out = vec![if needs_2 {
-        EDIT_FORMAT_VERSION
-    } else {
-        EDIT_FORMAT_VERSION_1
-    }];
+    let version = edits.iter().map(version_needed).max().unwrap_or(EDIT_FORMAT_VERSION_1);
+    let mut out = vec![version];
     for edit in edits {
         match edit {
             Edit::AddFamily { id, name, options } => {
@@ -183,7 +192,11 @@ pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
                 put_bytes(&mut out, options);
             }
             Edit::AddTable { family, table } => {
-                out.push(tag::ADD_TABLE);
+                out.push(if table.level == 0 {
+                    tag::ADD_TABLE
+                } else {
+                    tag::ADD_TABLE_AT_LEVEL
+                });
                 put_u32(&mut out, *family);
                 for value in [table.file_id, table.run, table.size, table.entries, table.tombstones] {
                     put_u64(&mut out, value);
@@ -192,6 +205,9 @@ pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
                 put_bytes(&mut out, &table.last_key);
                 for value in [table.min_seq, table.max_seq, table.min_ts, table.max_ts] {
                     put_u64(&mut out, value);
+                }
+                if table.level != 0 {
+                    put_u32(&mut out, table.level);
                 }
             }
             Edit::RemoveTable { family, file_id } => {
@@ -219,6 +235,15 @@ pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// The lowest format version that can hold `edit`.
+fn version_needed(edit: &Edit) -> u8 {
+    match edit {
+        Edit::AddTable { table, .. } if table.level != 0 => EDIT_FORMAT_VERSION,
+        Edit::RemoveFamily { .. } => EDIT_FORMAT_VERSION_2,
+        _ => EDIT_FORMAT_VERSION_1,
+    }
 }
 
 /// Appends `value` as 4 little-endian bytes.
@@ -265,7 +290,7 @@ impl DecodeError {
 pub(crate) fn decode_edits(payload: &[u8]) -> std::result::Result<Vec<Edit>, DecodeError> {
     let mut reader = Reader { rest: payload };
     let version = reader.u8("the version byte")?;
-    if version != EDIT_FORMAT_VERSION_1 && version != EDIT_FORMAT_VERSION {
+    if !(EDIT_FORMAT_VERSION_1..=EDIT_FORMAT_VERSION).contains(&version) {
         return Err(DecodeError::Version(version));
     }
     let mut edits = Vec::new();
@@ -282,20 +307,17 @@ pub(crate) fn decode_edits(payload: &[u8]) -> std::result::Result<Vec<Edit>, Dec
             },
             tag::ADD_TABLE => Edit::AddTable {
                 family: reader.u32("a family id")?,
-                table: TableMeta {
-                    file_id: reader.u64("a table file id")?,
-                    run: reader.u64("a table run")?,
-                    size: reader.u64("a table size")?,
-                    entries: reader.u64("a table entry count")?,
-                    tombstones: reader.u64("a table tombstone count")?,
-                    first_key: reader.bytes("a table first key")?,
-                    last_key: reader.bytes("a table last key")?,
-                    min_seq: reader.u64("a table min sequence")?,
-                    max_seq: reader.u64("a table max sequence")?,
-                    min_ts: reader.u64("a table min timestamp")?,
-                    max_ts: reader.u64("a table max timestamp")?,
-                },
+                table: reader.table(0)?,
             },
+            tag::ADD_TABLE_AT_LEVEL if version >= EDIT_FORMAT_VERSION => {
+                let family = reader.u32("a family id")?;
+                let mut table = reader.table(0)?;
+                table.level = reader.u32("a table level")?;
+                if table.level == 0 {
+                    return Err(DecodeError::Malformed("a table added at a level has level 0".into()));
+                }
+                Edit::AddTable { family, table }
+            }
             tag::REMOVE_TABLE => Edit::RemoveTable {
                 family: reader.u32("a family id")?,
                 file_id: reader.u64("a table file id")?,
@@ -306,7 +328,7 @@ pub(crate) fn decode_edits(payload: &[u8]) -> std::result::Result<Vec<Edit>, Dec
             },
             tag::LAST_SEQUENCE => Edit::LastSequence(reader.u64("a sequence number")?),
             tag::NEXT_FILE_NUMBER => Edit::NextFileNumber(reader.u64("a file number")?),
-            tag::REMOVE_FAMILY if version >= EDIT_FORMAT_VERSION => Edit::RemoveFamily {
+            tag::REMOVE_FAMILY if version >= EDIT_FORMAT_VERSION_2 => Edit::RemoveFamily {
                 id: reader.u32("a family id")?,
             },
             unknown => {
@@ -325,6 +347,24 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// The fields of a [`TableMeta`] (all but its level), at `level`.
+    fn table(&mut self, level: u32) -> std::result::Result<TableMeta, DecodeError> {
+        Ok(TableMeta {
+            file_id: self.u64("a table file id")?,
+            run: self.u64("a table run")?,
+            level,
+            size: self.u64("a table size")?,
+            entries: self.u64("a table entry count")?,
+            tombstones: self.u64("a table tombstone count")?,
+            first_key: self.bytes("a table first key")?,
+            last_key: self.bytes("a table last key")?,
+            min_seq: self.u64("a table min sequence")?,
+            max_seq: self.u64("a table max sequence")?,
+            min_ts: self.u64("a table min timestamp")?,
+            max_ts: self.u64("a table max timestamp")?,
+        })
+    }
+
     /// The next `N` bytes; `what` names the field for the error.
     fn array<const N: usize>(&mut self, what: &str) -> std::result::Result<[u8; N], DecodeError> {
         let (head, tail) = self.rest.split_first_chunk::<N>().ok_or_else(|| cut_short(what))?;
@@ -402,13 +442,13 @@ mod tests {
 
     #[test]
     fn group_from_a_newer_version_is_refused() {
-        assert_eq!(decode_edits(&[3, 6]), Err(DecodeError::Version(3)));
-        let err = DecodeError::Version(3).into_error(Path::new("MANIFEST-000001"), 0);
+        assert_eq!(decode_edits(&[4, 6]), Err(DecodeError::Version(4)));
+        let err = DecodeError::Version(4).into_error(Path::new("MANIFEST-000001"), 0);
         assert!(matches!(
             err,
             Error::UnsupportedVersion {
-                found: 3,
-                supported: 2,
+                found: 4,
+                supported: 3,
                 ..
             }
         ));
@@ -424,6 +464,54 @@ mod tests {
         assert_eq!(
             decode_edits(&[1, 8, 3, 0, 0, 0]),
             Err(DecodeError::Malformed("unknown edit tag 8".to_string()))
+        );
+    }
+
+    #[test]
+    fn a_table_below_level_0_is_written_as_version_3_with_its_level_last() {
+        let mut table = TableMeta::empty(7, 7, 0);
+        table.first_key = b"a".to_vec();
+        table.last_key = b"b".to_vec();
+        let at_0 = encode_edits(&[Edit::AddTable {
+            family: 1,
+            table: table.clone(),
+        }]);
+        table.level = 3;
+        let at_3 = encode_edits(&[Edit::AddTable {
+            family: 1,
+            table: table.clone(),
+        }]);
+        assert_eq!(at_0.get(..2), Some(&[1u8, 3][..]), "version 1, tag ADD_TABLE");
+        assert_eq!(at_3.get(..2), Some(&[3u8, 9][..]), "version 3, tag ADD_TABLE_AT_LEVEL");
+        assert_eq!(at_3.len(), at_0.len() + 4);
+        assert_eq!(at_3.get(at_0.len()..), Some(&[3u8, 0, 0, 0][..]));
+        assert_eq!(at_3.get(2..at_0.len()), at_0.get(2..));
+        assert_eq!(decode_edits(&at_3), Ok(vec![Edit::AddTable { family: 1, table }]));
+        // A group with a drop and a level is version 3; the drop alone stays version 2.
+        let both = [
+            Edit::RemoveFamily { id: 3 },
+            Edit::AddTable {
+                family: 1,
+                table: TableMeta::empty(1, 1, 2),
+            },
+        ];
+        assert_eq!(encode_edits(&both).first(), Some(&3));
+        // The new tag in an older group is not an edit of that version.
+        for older in [1u8, 2] {
+            let mut old = at_3.clone();
+            old[0] = older;
+            assert_eq!(
+                decode_edits(&old),
+                Err(DecodeError::Malformed("unknown edit tag 9".into()))
+            );
+        }
+        // A level-0 table under the level tag is malformed, not silently at level 0.
+        let mut zero = at_3.clone();
+        let n = zero.len();
+        zero[n - 4] = 0;
+        assert_eq!(
+            decode_edits(&zero),
+            Err(DecodeError::Malformed("a table added at a level has level 0".into()))
         );
     }
 
@@ -460,19 +548,21 @@ mod tests {
     /// Any edit, with short strings so cases stay small.
     fn any_edit() -> impl Strategy<Value = Edit> {
         let bytes = || proptest::collection::vec(any::<u8>(), 0..8);
-        let table = (any::<[u64; 9]>(), bytes(), bytes()).prop_map(|(n, first_key, last_key)| TableMeta {
-            file_id: n[0],
-            run: n[1],
-            size: n[2],
-            entries: n[3],
-            tombstones: n[4],
-            first_key,
-            last_key,
-            min_seq: n[5],
-            max_seq: n[6],
-            min_ts: n[7],
-            max_ts: n[8],
-        });
+        let table =
+            (any::<[u64; 9]>(), 0..8u32, bytes(), bytes()).prop_map(|(n, level, first_key, last_key)| TableMeta {
+                file_id: n[0],
+                run: n[1],
+                level,
+                size: n[2],
+                entries: n[3],
+                tombstones: n[4],
+                first_key,
+                last_key,
+                min_seq: n[5],
+                max_seq: n[6],
+                min_ts: n[7],
+                max_ts: n[8],
+            });
         prop_oneof![
             (any::<u32>(), ".{0,8}", bytes()).prop_map(|(id, name, options)| Edit::AddFamily { id, name, options }),
             (any::<u32>(), bytes()).prop_map(|(id, options)| Edit::SetFamilyOptions { id, options }),

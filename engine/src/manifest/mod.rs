@@ -138,6 +138,7 @@ pub(crate) mod testing {
         TableMeta {
             file_id,
             run: file_id * 10,
+            level: 0,
             size: 4096 * file_id,
             entries: 100 + file_id,
             tombstones: file_id,

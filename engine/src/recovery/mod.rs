@@ -281,7 +281,7 @@ fn flush_replayed(
     for (id, memtable) in memtables {
         let Some(fam) = families.get(id) else { continue };
         let run = next_file.fetch_add(1, Ordering::SeqCst);
-        let mut output = TableOutput::new(&fam.dir, next_file, &fam.options, run, false);
+        let mut output = TableOutput::new(&fam.dir, next_file, &fam.options, run, 0, false);
         // Every replayed write is visible to every reader of the opened store.
         compaction::flush_memtable(memtable, &fam.options, u64::MAX, crate::clock::now_ms(), &mut output)?;
         // A flush like any other: counted, so that `flushes` and

@@ -329,7 +329,7 @@ impl Repair {
         for (id, memtable) in memtables {
             let Some(family) = self.families.get(id) else { continue };
             let run = next_file.fetch_add(1, Ordering::SeqCst);
-            let mut output = TableOutput::new(&family.dir, &next_file, &family.options, run, false);
+            let mut output = TableOutput::new(&family.dir, &next_file, &family.options, run, 0, false);
             crate::compaction::flush_memtable(
                 memtable,
                 &family.options,
@@ -520,11 +520,12 @@ fn read_old_manifest(dir: &Path, report: &mut RepairReport) -> OldManifest {
 }
 
 /// Reads a table file back whole and scans it for what the manifest records
-/// of it. `listed`: what the old manifest recorded (its run is kept).
+/// of it. `listed`: what the old manifest recorded (its run and level are
+/// kept; a file it does not list is a run of its own at level 0).
 fn scan_table(path: &Path, number: u64, listed: Option<&TableMeta>) -> Result<TableMeta> {
     let table = Arc::new(Table::open(path)?);
     table.verify()?;
-    let mut meta = TableMeta::empty(number, listed.map_or(number, |m| m.run));
+    let mut meta = TableMeta::empty(number, listed.map_or(number, |m| m.run), listed.map_or(0, |m| m.level));
     meta.size = table.file_size();
     let mut iter = table.iter();
     iter.seek_to_first()?;

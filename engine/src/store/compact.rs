@@ -19,7 +19,8 @@ pub(super) enum Compacted {
 }
 
 impl Inner {
-    /// One automatic (size-tiered) compaction, if some family needs one.
+    /// One automatic compaction, if some family needs one: whatever its
+    /// strategy chooses ([`compaction::choose`]) from its files' shapes.
     pub(super) fn compact_minor(&self) -> Result<bool> {
         let v = self.current();
         for fam in v.families.values() {
@@ -34,28 +35,79 @@ impl Inner {
             let Some(fam) = v.families.get(&fam.id) else {
                 continue;
             };
-            let runs = fam.runs();
-            let sizes: Vec<u64> = runs.iter().map(|r| r.iter().map(|t| t.meta.size).sum()).collect();
-            if let Some(range) = compaction::choose(&sizes, fam.options.compaction_trigger) {
-                let bottommost = range.end == runs.len();
-                let inputs: Vec<Arc<TableFile>> =
-                    runs.get(range).unwrap_or_default().iter().flatten().cloned().collect();
-                // A compaction cut short by close ends the thread's work.
-                return match self.run_compaction(fam, inputs, bottommost)? {
-                    Compacted::Installed(_) => Ok(true),
-                    Compacted::Interrupted => Ok(false),
-                };
+            let shapes: Vec<FileShape<'_>> = fam.tables.iter().map(|t| t.shape()).collect();
+            let choice = compaction::choose(&shapes, &fam.options);
+            let by_id = |id: u64| fam.tables.iter().find(|t| t.meta.file_id == id).cloned();
+            match choice {
+                None => continue,
+                Some(Choice::Move { file_id, level, run }) => {
+                    let Some(file) = by_id(file_id) else {
+                        continue;
+                    };
+                    self.move_table(fam, &file, level, run)?;
+                    return Ok(true);
+                }
+                Some(Choice::Merge {
+                    inputs,
+                    level,
+                    run,
+                    bottommost,
+                }) => {
+                    let inputs: Vec<Arc<TableFile>> = inputs.into_iter().filter_map(by_id).collect();
+                    let run = run.unwrap_or_else(|| self.next_file.fetch_add(1, Ordering::SeqCst));
+                    // A compaction cut short by close ends the thread's work.
+                    return match self.run_compaction(fam, inputs, bottommost, level, run)? {
+                        Compacted::Installed(_) => Ok(true),
+                        Compacted::Interrupted => Ok(false),
+                    };
+                }
             }
         }
         Ok(false)
     }
 
-    /// Merges `inputs` (whole runs, adjacent in age) into one new run and installs it.
+    /// Moves one file to another level and run without rewriting it (its
+    /// rows share no file there): one manifest edit, the same file.
+    fn move_table(&self, fam: &FamilyVersion, file: &Arc<TableFile>, level: u32, run: Option<u64>) -> Result<()> {
+        let run = run.unwrap_or_else(|| self.next_file.fetch_add(1, Ordering::SeqCst));
+        let moved = Arc::new(file.moved(level, run));
+        self.install(|base| {
+            let Some(now) = base.current.families.get(&fam.id) else {
+                return Err(Error::UnknownFamily(fam.name.clone()));
+            };
+            let edits = vec![
+                Edit::RemoveTable {
+                    family: fam.id,
+                    file_id: file.meta.file_id,
+                },
+                Edit::AddTable {
+                    family: fam.id,
+                    table: moved.meta.clone(),
+                },
+            ];
+            let mut f = (**now).clone();
+            for t in f.tables.iter_mut() {
+                if t.meta.file_id == file.meta.file_id {
+                    *t = moved.clone();
+                }
+            }
+            FamilyVersion::order_tables(&mut f.tables);
+            Ok((Change::new(edits, base.current.with_family(f)), ()))
+        })?;
+        fam.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Merges `inputs` (whole runs adjacent in age, or a leveled family's
+    /// files of two neighbouring levels) into run `run` at `level`, and
+    /// installs the result.
     pub(super) fn run_compaction(
         &self,
         fam: &FamilyVersion,
         inputs: Vec<Arc<TableFile>>,
         bottommost: bool,
+        level: u32,
+        run: u64,
     ) -> Result<Compacted> {
         // Every reader of the version this compaction installs reads at this
         // sequence number or a later one (it only grows, and a snapshot reads
@@ -73,8 +125,7 @@ impl Inner {
         }
         let mut merge = MergeIterator::new(cursors);
         let mut compactor = Compactor::new(horizon, fam.options.max_versions, expire_before, bottommost);
-        let run = self.next_file.fetch_add(1, Ordering::SeqCst);
-        let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, true);
+        let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, level, true);
         let mut seen = 0u64;
         let mut zeroed = Vec::new();
         while merge.valid() {

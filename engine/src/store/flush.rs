@@ -53,7 +53,7 @@ impl Inner {
             return Ok(false);
         };
         let run = self.next_file.fetch_add(1, Ordering::SeqCst);
-        let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, false);
+        let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, 0, false);
         // Every reader of the version installed below reads at or above the
         // sequence visible now (see `Inner::snapshot`).
         let horizon = self.visible_seq.load(Ordering::Acquire);

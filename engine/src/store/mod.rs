@@ -31,7 +31,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{self, OpRef, WriteBatch};
 use crate::clock::now_ms;
-use crate::compaction::{self, Compactor};
+use crate::compaction::{self, Choice, Compactor, FileShape};
 use crate::error::{Error, Result};
 use crate::files::log_path;
 use crate::key::{self, Kind};
@@ -430,8 +430,9 @@ impl Store {
     }
 
     /// Major compaction of a family: flushes its memtable, then merges all its
-    /// files into one run split at the target file size, dropping shadowed and
-    /// surplus versions, expired cells and every tombstone.
+    /// files into one run split at the target file size (at the last level,
+    /// for a leveled family), dropping shadowed and surplus versions, expired
+    /// cells and every tombstone.
     pub fn compact(&self, family: &str) -> Result<CompactionReport> {
         let id = self.inner.family_id(family)?;
         self.inner.flush_and_wait(&[id])?;
@@ -444,7 +445,12 @@ impl Store {
         if fam.tables.is_empty() {
             return Ok(CompactionReport::default());
         }
-        match self.inner.run_compaction(fam, fam.tables.clone(), true)? {
+        let level = match fam.options.compaction {
+            crate::options::Compaction::SizeTiered => 0,
+            crate::options::Compaction::Leveled { .. } => compaction::LAST_LEVEL,
+        };
+        let run = self.inner.next_file.fetch_add(1, Ordering::SeqCst);
+        match self.inner.run_compaction(fam, fam.tables.clone(), true, level, run)? {
             compact::Compacted::Installed(report) => Ok(report),
             // Close runs only once no call holds the store, so no caller is
             // here to see this; said plainly all the same.

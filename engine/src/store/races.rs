@@ -234,7 +234,7 @@ fn a_compaction_interrupted_by_close_installs_nothing_and_leaves_no_file() -> Te
     let fam = version.family("a").ok_or("family a")?;
     assert_eq!(fam.tables.len(), 2);
     store.inner.shutting_down.store(true, Ordering::SeqCst);
-    let outcome = store.inner.run_compaction(fam, fam.tables.clone(), true)?;
+    let outcome = store.inner.run_compaction(fam, fam.tables.clone(), true, 0, u64::MAX)?;
     store.inner.shutting_down.store(false, Ordering::SeqCst);
     assert!(matches!(outcome, compact::Compacted::Interrupted));
     let names: Vec<String> = std::fs::read_dir(dir.path().join("a"))?
