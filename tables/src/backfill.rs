@@ -1,4 +1,5 @@
-//! Adding a layout after launch: stage it, backfill it, then read from it.
+//! Adding a layout after launch: stage it, backfill it, then read from it
+//! (or drop it).
 //!
 //! A new read path needs a new layout, and the layout needs every record
 //! written before it existed. Copying them while the table keeps taking
@@ -26,6 +27,9 @@
 //!    lands after its cursor, and could run for ever. The price is the
 //!    snapshot itself: it keeps the memtables and table files of its moment
 //!    alive until the backfill ends.
+//!
+//! 4. **Dropped**, if it must go ([`crate::Table::drop_layout`]): the
+//!    definition loses it under the write lock, then its family goes.
 //!
 //! Why no write is lost or duplicated: every write after staging reaches the
 //! new layout itself, atomically with the source of truth. The backfill
@@ -161,6 +165,38 @@ impl Table {
     ) -> Result<BackfillProgress> {
         self.stage_layout(spec)?;
         self.backfill(&spec.name, options)?.run(on_progress)
+    }
+
+    /// Removes a copy layout, staged or readable: the way back from a
+    /// staging that cannot finish (a layout whose key refuses some records'
+    /// values makes every write of such a record fail until it is gone) or
+    /// from a read path no longer needed. Under the write lock the
+    /// definition loses the layout, in the catalog and in memory, so no
+    /// later write goes to it; then its family is dropped. The source of
+    /// truth cannot be dropped, nor a layout whose backfill is running. If
+    /// the process stops between the two steps, the family stays behind,
+    /// named by no definition: `cellar drop-family` removes it.
+    pub fn drop_layout(&self, name: &str) -> Result<()> {
+        if self.backfilling.lock().contains(name) {
+            return Err(Error::BackfillRunning(name.to_string()));
+        }
+        {
+            let _w = self.lock_writes();
+            let def = self.definition();
+            if def.layout(name)?.role == Role::Source {
+                return Err(def.schema.schema_error(format!(
+                    "{name} is the source of truth: updates read from it and backfills copy it, so it stays"
+                )));
+            }
+            let mut next = (*def).clone();
+            next.layouts.retain(|l| l.name != name);
+            let mut changes = Changes::new(self.options.timestamp);
+            changes.put_definition(&next);
+            self.store.write(&changes.batch)?;
+            *self.def.write() = std::sync::Arc::new(next);
+        }
+        self.store.drop_family(name)?;
+        Ok(())
     }
 }
 

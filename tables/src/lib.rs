@@ -18,7 +18,8 @@
 //!    and its layouts (a key design of `cellar_keys` per read path, cut into
 //!    a partition, the row, and a clustering key, the columns).
 //! 2. [`table`]: insert, update (moving a record where a key field changed),
-//!    delete, each one batch across every layout.
+//!    delete, each one batch across every layout; [`batch`]: writes to
+//!    several tables (an order and its line items) in one batch.
 //! 3. [`path`], [`choose`] and [`query`]: reads declared as access paths,
 //!    served by the layout the key designer's planner finds for them, or
 //!    refused with the layout that would serve them.
@@ -57,6 +58,7 @@
 #![deny(missing_docs)]
 
 pub mod backfill;
+pub mod batch;
 pub mod catalog;
 pub mod choose;
 mod error;
@@ -71,6 +73,7 @@ pub mod table;
 pub mod verify;
 
 pub use backfill::{Backfill, BackfillOptions, BackfillProgress};
+pub use batch::Batch;
 pub use catalog::{tables, Definition, CATALOG_FAMILY};
 pub use choose::{Choice, Planned, Request};
 pub use error::{Error, Result};

@@ -143,7 +143,9 @@ impl Drop for OpenGuard {
     }
 }
 
-/// A batch of changes to a table's layouts, counted as it is built.
+/// A batch of changes to the layouts of one table or more, counted as it
+/// is built: [`Changes::take_counts`] hands over what the writes added
+/// since the last call, one write's share.
 pub(crate) struct Changes {
     pub batch: WriteBatch,
     timestamp: Option<u64>,
@@ -159,6 +161,16 @@ impl Changes {
             report: WriteReport::default(),
             by_layout: BTreeMap::new(),
         }
+    }
+
+    /// The timestamp the next cells are written with (each table has its own).
+    pub(crate) fn write_at(&mut self, timestamp: Option<u64>) {
+        self.timestamp = timestamp;
+    }
+
+    /// What was counted since the last call, leaving the batch as it is.
+    pub(crate) fn take_counts(&mut self) -> (WriteReport, BTreeMap<String, LayoutWrites>) {
+        (std::mem::take(&mut self.report), std::mem::take(&mut self.by_layout))
     }
 
     fn count(&mut self, layout: &str, bytes: usize, tombstone: bool) {
@@ -200,6 +212,14 @@ impl Changes {
             None => self.batch.put(CATALOG_FAMILY, def.name(), DEFINITION_COLUMN, text),
         };
     }
+}
+
+/// One write to a table, as [`Table::insert`], [`Table::update`] and
+/// [`Table::delete`] take it, and as a [`crate::Batch`] gathers them.
+pub(crate) enum Write<'r> {
+    Insert(&'r Record),
+    Update { key: &'r Record, changes: &'r Record },
+    Delete(&'r Record),
 }
 
 impl Table {
@@ -309,107 +329,145 @@ impl Table {
     /// overwrote would leave the old record's copies where its key fields
     /// put them.
     pub fn insert(&self, record: &Record) -> Result<WriteReport> {
-        let _w = self.write.lock();
-        let def = self.definition();
-        def.schema.check_record(record, true)?;
-        let source = def.source();
-        let at = source.address(&def.schema, record)?;
-        if self.store.get(&source.name, &at.row, &at.column)?.is_some() {
-            return Err(Error::Exists {
-                table: def.name().to_string(),
-                key: def.schema.key_text(record),
-            });
-        }
-        let value = record::encode(&def.schema, record);
-        let mut changes = Changes::new(self.options.timestamp);
-        for layout in &def.layouts {
-            changes.put(&layout.name, &layout.address(&def.schema, record)?, &value);
-        }
-        self.apply(changes, |c| c.inserts += 1)
+        self.write_one(Write::Insert(record))
+            .map(|report| report.unwrap_or_default())
     }
 
     /// Changes some fields of a record, in every layout, in one batch: the
     /// record moves in each layout whose key reads a changed field, and is
     /// rewritten in place in the others. The report lists where it moved.
     pub fn update(&self, key: &Record, changes: &Record) -> Result<WriteReport> {
-        let _w = self.write.lock();
-        let def = self.definition();
-        def.schema.check_record(changes, false)?;
-        if let Some((field, _)) = changes
-            .iter()
-            .find(|(f, _)| def.schema.primary_key.iter().any(|k| k == f))
-        {
-            return Err(Error::PrimaryKeyChange {
-                table: def.name().to_string(),
-                field: field.to_string(),
-            });
-        }
-        let old = self.read_for_write(&def, key)?.ok_or_else(|| Error::NotFound {
-            table: def.name().to_string(),
-            key: key.to_string(),
-        })?;
-        let new = old.merged(changes);
-        let value = record::encode(&def.schema, &new);
-        let mut batch = Changes::new(self.options.timestamp);
-        for layout in &def.layouts {
-            let from = layout.address(&def.schema, &old)?;
-            let to = layout.address(&def.schema, &new)?;
-            if from != to {
-                batch.delete(&layout.name, &from);
-                batch.report.moved.push(layout.name.clone());
-            }
-            batch.put(&layout.name, &to, &value);
-        }
-        let moved = batch.report.moved.len() as u64;
-        self.apply(batch, |c| {
-            c.updates += 1;
-            c.rows_moved += moved;
-        })
+        self.write_one(Write::Update { key, changes })
+            .map(|report| report.unwrap_or_default())
     }
 
     /// Deletes a record from every layout, in one batch; `None` when the
     /// table holds no record with this key.
     pub fn delete(&self, key: &Record) -> Result<Option<WriteReport>> {
-        let _w = self.write.lock();
-        let def = self.definition();
-        let Some(old) = self.read_for_write(&def, key)? else {
-            return Ok(None);
-        };
-        let mut changes = Changes::new(self.options.timestamp);
-        for layout in &def.layouts {
-            changes.delete(&layout.name, &layout.address(&def.schema, &old)?);
-        }
-        self.apply(changes, |c| c.deletes += 1).map(Some)
+        self.write_one(Write::Delete(key))
     }
 
-    /// The current record for a key, read under the write lock.
-    fn read_for_write(&self, def: &Definition, key: &Record) -> Result<Option<Record>> {
+    /// One write, alone in its batch, under the table's write lock.
+    fn write_one(&self, write: Write<'_>) -> Result<Option<WriteReport>> {
+        let _w = self.write.lock();
+        let def = self.definition();
+        let mut changes = Changes::new(self.options.timestamp);
+        if !self.plan_write(&def, &write, &mut changes)?.1 {
+            return Ok(None);
+        }
+        self.store.write(&changes.batch)?;
+        let (report, by_layout) = changes.take_counts();
+        self.count(&write, &report, by_layout);
+        Ok(Some(report))
+    }
+
+    /// Adds what `write` does to every layout to `changes`, reading the
+    /// record it replaces from the source of truth (the caller holds the
+    /// write lock and `def` is the definition read under it). Returns the
+    /// record's address in the source of truth, and whether anything is to
+    /// be written (not for the delete of a record the table does not hold).
+    pub(crate) fn plan_write(
+        &self,
+        def: &Definition,
+        write: &Write<'_>,
+        changes: &mut Changes,
+    ) -> Result<(Address, bool)> {
+        changes.write_at(self.options.timestamp);
+        let source = def.source();
+        match *write {
+            Write::Insert(record) => {
+                def.schema.check_record(record, true)?;
+                let at = source.address(&def.schema, record)?;
+                if self.store.get(&source.name, &at.row, &at.column)?.is_some() {
+                    return Err(Error::Exists {
+                        table: def.name().to_string(),
+                        key: def.schema.key_text(record),
+                    });
+                }
+                let value = record::encode(&def.schema, record);
+                for layout in &def.layouts {
+                    changes.put(&layout.name, &layout.address(&def.schema, record)?, &value);
+                }
+                Ok((at, true))
+            }
+            Write::Update { key, changes: fields } => {
+                def.schema.check_record(fields, false)?;
+                if let Some((field, _)) = fields
+                    .iter()
+                    .find(|(f, _)| def.schema.primary_key.iter().any(|k| k == f))
+                {
+                    return Err(Error::PrimaryKeyChange {
+                        table: def.name().to_string(),
+                        field: field.to_string(),
+                    });
+                }
+                let (at, old) = self.read_for_write(def, key)?;
+                let old = old.ok_or_else(|| Error::NotFound {
+                    table: def.name().to_string(),
+                    key: key.to_string(),
+                })?;
+                let new = old.merged(fields);
+                let value = record::encode(&def.schema, &new);
+                for layout in &def.layouts {
+                    let from = layout.address(&def.schema, &old)?;
+                    let to = layout.address(&def.schema, &new)?;
+                    if from != to {
+                        changes.delete(&layout.name, &from);
+                        changes.report.moved.push(layout.name.clone());
+                    }
+                    changes.put(&layout.name, &to, &value);
+                }
+                Ok((at, true))
+            }
+            Write::Delete(key) => {
+                let (at, old) = self.read_for_write(def, key)?;
+                let Some(old) = old else {
+                    return Ok((at, false));
+                };
+                for layout in &def.layouts {
+                    changes.delete(&layout.name, &layout.address(&def.schema, &old)?);
+                }
+                Ok((at, true))
+            }
+        }
+    }
+
+    /// The current record for a key, read under the write lock, with its
+    /// address in the source of truth.
+    fn read_for_write(&self, def: &Definition, key: &Record) -> Result<(Address, Option<Record>)> {
         def.schema.check_key(key)?;
         let source = def.source();
         let at = source.address(&def.schema, key)?;
-        match self.store.get(&source.name, &at.row, &at.column)? {
-            Some(cell) => Ok(Some(decode_cell(def, source, &at, &cell.value)?)),
-            None => Ok(None),
-        }
+        let record = match self.store.get(&source.name, &at.row, &at.column)? {
+            Some(cell) => Some(decode_cell(def, source, &at, &cell.value)?),
+            None => None,
+        };
+        Ok((at, record))
     }
 
-    /// Writes a batch and counts it.
-    fn apply(&self, changes: Changes, count: impl FnOnce(&mut WriteCounts)) -> Result<WriteReport> {
-        self.store.write(&changes.batch)?;
+    /// Counts a write that reached the store.
+    pub(crate) fn count(&self, write: &Write<'_>, report: &WriteReport, by_layout: BTreeMap<String, LayoutWrites>) {
         let mut c = self.counts.lock();
-        count(&mut c);
-        c.entries += changes.report.entries;
-        c.bytes += changes.report.bytes;
-        for (layout, w) in changes.by_layout {
+        match write {
+            Write::Insert(_) => c.inserts += 1,
+            Write::Update { .. } => {
+                c.updates += 1;
+                c.rows_moved += report.moved.len() as u64;
+            }
+            Write::Delete(_) => c.deletes += 1,
+        }
+        c.entries += report.entries;
+        c.bytes += report.bytes;
+        for (layout, w) in by_layout {
             let total = c.by_layout.entry(layout).or_default();
             total.puts += w.puts;
             total.tombstones += w.tombstones;
             total.bytes += w.bytes;
         }
-        Ok(changes.report)
     }
 
-    /// The write lock, for a backfill batch.
+    /// The write lock: held by every write, from its read of the old record
+    /// to its batch, and by each backfill batch.
     pub(crate) fn lock_writes(&self) -> MutexGuard<'_, ()> {
         self.write.lock()
     }

@@ -23,8 +23,8 @@ use std::sync::Arc;
 use cellar_engine::{FamilyOptions, Store, StoreOptions};
 use cellar_keys::encoding::to_string_binary;
 use cellar_tables::{
-    AccessPath, BackfillOptions, BackfillProgress, Error as TableError, LayoutShape, LayoutSpec, Params, Planned,
-    QueryResult, Record, Schema, Table, TableOptions,
+    AccessPath, BackfillOptions, BackfillProgress, Batch, Error as TableError, LayoutShape, LayoutSpec, Params,
+    Planned, QueryResult, Record, Schema, Table, TableOptions,
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -387,17 +387,27 @@ fn exports(orders: &Table, items: &Table) -> Result<(String, String)> {
     Ok((cql, hbase))
 }
 
-/// Launch: every order with its line items (each table's insert one batch).
+/// Places an order: the order and its line items, every layout of both
+/// tables, in one atomic batch (a crash never leaves an order without its
+/// items, or items without their order).
+fn place(orders: &Table, items: &Table, order: Record, lines: Vec<Record>) -> std::result::Result<(), TableError> {
+    let mut batch = Batch::new();
+    batch.insert(orders, order);
+    for line in lines {
+        batch.insert(items, line);
+    }
+    batch.write()?;
+    Ok(())
+}
+
+/// Launch: every order with its line items.
 fn load(orders: &Table, items: &Table, rng: &mut StdRng, progress: &dyn Progress) -> Result<()> {
     progress.start("query-first: orders", ORDERS as u64);
     let slot = DAYS * DAY / ORDERS as u64;
     for id in 1..=ORDERS {
         let placed = START + (id - 1) as u64 * slot + rng.random_range(0..slot);
         let (order, lines) = generate(rng, id, placed);
-        orders.insert(&order)?;
-        for line in &lines {
-            items.insert(line)?;
-        }
+        place(orders, items, order, lines)?;
         if id % 1_000 == 0 {
             progress.advance(1_000);
         }
@@ -501,10 +511,7 @@ fn backfill_while_writing(
                 next_id += 1;
                 let placed = START + DAYS * DAY + (next_id - ORDERS) as u64 * HOUR;
                 let (order, lines) = generate(rng, next_id, placed);
-                orders.insert(&order)?;
-                for line in &lines {
-                    items.insert(line)?;
-                }
+                place(orders, items, order, lines)?;
                 during.0 += 1;
             }
             // Orders of the batch the backfill has just read and not yet
@@ -598,7 +605,8 @@ impl QueryFirstReport {
             "{} orders of {} customers from {WAREHOUSES} warehouses, placed January to June 2024, with {} line items,\n\
              in two query-first tables: `orders` (source of truth `orders`) and `line_items` (source of truth\n\
              `items_by_order`). Each layout is a column family, its key in the syntax of `cellar keys`\n\
-             (partition | clustering); every write is one batch across its table's layouts.\n\n",
+             (partition | clustering); every write is one batch across its table's layouts, and an order\n\
+             is placed with its line items in one batch across both tables.\n\n",
             thousands(self.orders),
             thousands(CUSTOMERS as u64),
             thousands(self.items)
@@ -794,7 +802,7 @@ impl QueryFirstReport {
             "the seed's three layouts for an order are orders_by_customer, items_by_order and \
              orders_by_warehouse_day; here line items are a table of their own (items_by_order is their source \
              of truth), and the order's third layout is its source of truth `orders`, keyed by id, which updates \
-             read and backfills copy. An order and its line items are written in two batches, one per table.",
+             read and backfills copy. An order and its line items are written in one batch across both tables.",
         );
         if let Some(p) = self.paths.first() {
             diffs.note(format!(
