@@ -306,7 +306,7 @@ impl Snapshot {
 
     /// The latest versions of a row's columns in a range, in column order (or reversed).
     pub fn slice(&self, family: &str, row: impl AsRef<[u8]>, columns: &ColumnRange) -> Result<Vec<Cell>> {
-        Ok(self.slice_traced(family, row, columns)?.0)
+        Ok(self.read_slice(family, row.as_ref(), columns)?.0)
     }
 
     /// [`Snapshot::slice`], with the read's [`Trace`].
@@ -319,8 +319,16 @@ impl Snapshot {
         row: impl AsRef<[u8]>,
         columns: &ColumnRange,
     ) -> Result<(Vec<Cell>, Trace)> {
+        let (cells, read) = self.read_slice(family, row.as_ref(), columns)?;
+        let mut trace = read.trace();
+        trace.entries_returned = cells.len() as u64;
+        Ok((cells, trace))
+    }
+
+    /// A slice's cells, and the read that found them (for its trace, which
+    /// an untraced read never builds).
+    fn read_slice(&self, family: &str, row: &[u8], columns: &ColumnRange) -> Result<(Vec<Cell>, RangeRead)> {
         let fam = self.family(family)?;
-        let row = row.as_ref();
         let row_prefix = key::row_prefix(row);
         let start = match &columns.from {
             Some(from) => {
@@ -340,25 +348,29 @@ impl Snapshot {
         };
         let mut read = RangeRead::new(self, fam, start, end, Some(row), 1)?;
         let limit = columns.limit.unwrap_or(usize::MAX);
-        let mut out = VecDeque::new();
+        if !columns.reverse {
+            let mut cells = Vec::new();
+            while cells.len() < limit {
+                match read.next_cell()? {
+                    Some(cell) => cells.push(cell),
+                    None => break,
+                }
+            }
+            return Ok((cells, read));
+        }
+        // Reversed: read the range forward, keeping the last `limit` cells.
+        let mut last = VecDeque::new();
         if limit > 0 {
             while let Some(cell) = read.next_cell()? {
-                out.push_back(cell);
-                if out.len() > limit {
-                    out.pop_front();
-                }
-                if !columns.reverse && out.len() == limit {
-                    break;
+                last.push_back(cell);
+                if last.len() > limit {
+                    last.pop_front();
                 }
             }
         }
-        let mut cells: Vec<Cell> = out.into();
-        if columns.reverse {
-            cells.reverse();
-        }
-        let mut trace = read.trace();
-        trace.entries_returned = cells.len() as u64;
-        Ok((cells, trace))
+        let mut cells: Vec<Cell> = last.into();
+        cells.reverse();
+        Ok((cells, read))
     }
 
     /// The rows of a range, as an iterator of rows (latest version of each live column).
@@ -371,6 +383,7 @@ impl Snapshot {
             pending: None,
             remaining: rows.limit.unwrap_or(usize::MAX),
             returned: 0,
+            last_width: 0,
         })
     }
 }
@@ -392,6 +405,9 @@ struct RangeRead {
     row: Bytes,
     /// Whether the last cell returned started a row.
     new_row: bool,
+    /// Whether the last settled cell skipped needed a seek (see
+    /// [`RangeRead::skip_settled_cell`]).
+    versions_piled: bool,
 }
 
 impl RangeRead {
@@ -414,10 +430,11 @@ impl RangeRead {
         let probe_tombstones = row_prefix.as_ref().is_some_and(|p| start.as_slice() > p.as_slice());
         let mut row_tombstone: Option<(u64, u64)> = None;
 
-        let mut cursors = Vec::new();
-        let mut traces = Vec::new();
-        let mut cursor_of = Vec::new();
-        let mut costs = Vec::new();
+        let count = 1 + fam.frozen.len() + fam.tables.len();
+        let mut cursors = Vec::with_capacity(count);
+        let mut traces = Vec::with_capacity(count);
+        let mut cursor_of = Vec::with_capacity(count);
+        let mut costs = Vec::with_capacity(count);
         // A scan reads the searched files of one run through one cursor (see
         // `Cursor::over_run`): `run` gathers them until the run changes.
         let mut run: (Option<u64>, Vec<(usize, Arc<TableFile>)>) = (None, Vec::new());
@@ -469,6 +486,7 @@ impl RangeRead {
             row_prefix: Vec::new(),
             row: Bytes::new(),
             new_row: false,
+            versions_piled: false,
         })
     }
 
@@ -518,18 +536,26 @@ impl RangeRead {
     /// if more versions remain, one seek to the next cell. Stepping is cheaper
     /// when a cell has a version or two left; seeking when a hot cell has
     /// piled up many (RocksDB makes the same choice, after 8 steps).
+    ///
+    /// Versions pile up on hot rows (every update of a row's columns lands
+    /// in the memtable), so once a cell of the read has needed a seek, the
+    /// next settled cell seeks at once instead of stepping first; a cell
+    /// whose versions end within the steps turns stepping back on.
     fn skip_settled_cell(&mut self) -> Result<()> {
+        let patience = if self.versions_piled { 0 } else { SEQUENTIAL_SKIPS };
         let mut steps = 0;
         while self.merge.valid() && key::prefix(self.merge.key()) == self.visibility.cell() {
-            if steps == SEQUENTIAL_SKIPS {
+            if steps == patience {
                 if let Some(next_cell) = key::prefix_successor(self.visibility.cell()) {
                     self.merge.seek(&next_cell)?;
+                    self.versions_piled = true;
                     return Ok(());
                 }
             }
             self.merge.next()?;
             steps += 1;
         }
+        self.versions_piled = false;
         Ok(())
     }
 
@@ -574,6 +600,8 @@ pub struct Scan {
     pending: Option<Cell>,
     remaining: usize,
     returned: u64,
+    /// Cells in the last row returned.
+    last_width: usize,
 }
 
 impl Scan {
@@ -596,7 +624,10 @@ impl Scan {
             },
         };
         let row_key = self.read.row.clone();
-        let mut cells = vec![first];
+        // Rows of a family tend to have the same columns: room for as many
+        // cells as the last row had saves growing the vector cell by cell.
+        let mut cells = Vec::with_capacity(self.last_width.max(1));
+        cells.push(first);
         while let Some(cell) = self.read.next_cell()? {
             if self.read.new_row {
                 self.pending = Some(cell);
@@ -604,6 +635,7 @@ impl Scan {
             }
             cells.push(cell);
         }
+        self.last_width = cells.len();
         self.remaining -= 1;
         self.returned += 1;
         Ok(Some(Row { key: row_key, cells }))
