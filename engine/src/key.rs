@@ -121,7 +121,9 @@ pub fn cell_prefix(row: &[u8], column: &[u8]) -> Vec<u8> {
 
 /// The prefix shared by the row tombstones of a row: `escaped(row) 00 01 00 00`.
 pub fn row_tombstone_prefix(row: &[u8]) -> Vec<u8> {
-    let mut out = row_prefix(row);
+    let mut out = Vec::with_capacity(escaped_len(row) + 4);
+    escape_into(row, &mut out);
+    out.extend_from_slice(&TERMINATOR);
     out.extend_from_slice(&ROW_MARKER);
     out
 }

@@ -263,7 +263,9 @@ impl MemtableCursor {
     /// A cursor on the first entry of `memtable` whose key is at or after `target`.
     pub fn seek(memtable: Arc<Memtable>, target: &[u8]) -> MemtableCursor {
         let probe = MemEntry::probe(target);
-        MemtableCursor(PositionCell::new(memtable, |m| m.map.lower_bound(Bound::Included(&probe))))
+        MemtableCursor(PositionCell::new(memtable, |m| {
+            m.map.lower_bound(Bound::Included(&probe))
+        }))
     }
 
     /// Moves to the first entry at or after `target`.

@@ -23,7 +23,7 @@ use cellar_sstable::ReadCost;
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
 use crate::merge::MergeIterator;
-use crate::source::{sources, Cursor, Source};
+use crate::source::{sources, Cursor, RowKey, Source};
 use crate::trace::{Settled, SourceTrace, Trace};
 use crate::version::{FamilyVersion, TableFile, Version};
 use crate::visibility::{Verdict, Visibility};
@@ -216,6 +216,7 @@ impl Snapshot {
         // The cell prefix starts with the encoded row: `escaped(row) 00 01`.
         let row_len = cell_prefix.len() - key::escaped_len(column) - 2;
         let row_prefix = cell_prefix.get(..row_len).unwrap_or(&[]);
+        let row_key = RowKey::new(row_prefix);
         let mut tombstone_prefix = Vec::new();
 
         // The newest row deletion and the newest entry of the cell over the
@@ -235,7 +236,7 @@ impl Snapshot {
                 }
             }
             let mut cost = ReadCost::default();
-            let settled = source.settle_row(row_prefix, &mut cost);
+            let settled = source.settle_row(&row_key, &mut cost);
             let mut st = SourceTrace::new(source.kind(), settled);
             if settled == Settled::Searched {
                 let mut reader = source.open();
@@ -426,8 +427,9 @@ impl RangeRead {
         let mut visibility = Visibility::new(snap.sequence, versions, snap.expire_before(fam));
         let end_bytes = end.clone().map(Bytes::from);
         let row_prefix = row.map(key::row_prefix);
-        let tombstone_prefix = row.map(key::row_tombstone_prefix);
+        let row_key = row_prefix.as_deref().map(RowKey::new);
         let probe_tombstones = row_prefix.as_ref().is_some_and(|p| start.as_slice() > p.as_slice());
+        let tombstone_prefix = row.filter(|_| probe_tombstones).map(key::row_tombstone_prefix);
         let mut row_tombstone: Option<(u64, u64)> = None;
 
         let count = 1 + fam.frozen.len() + fam.tables.len();
@@ -441,7 +443,7 @@ impl RangeRead {
         for (index, source) in sources(fam).enumerate() {
             let mut cost = ReadCost::default();
             let settle_start = row_prefix.as_deref().filter(|_| probe_tombstones).unwrap_or(&start);
-            let settled = source.settle(settle_start, end.as_deref(), row_prefix.as_deref(), &mut cost);
+            let settled = source.settle(settle_start, end.as_deref(), row_key.as_ref(), &mut cost);
             let mut st = SourceTrace::new(source.kind(), settled);
             let run_id = match source {
                 Source::Table(t) if row.is_none() => Some(t.meta.run),

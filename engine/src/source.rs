@@ -4,10 +4,11 @@
 //! `[start, end)` and counts what it produced, so the read can report, per
 //! source, how many entries it examined and which blocks it read.
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use cellar_sstable::{ReadCost, TableIter};
+use cellar_sstable::{filter_hash, ReadCost, TableIter};
 
 use crate::error::Result;
 use crate::key;
@@ -33,6 +34,27 @@ pub(crate) fn sources(family: &FamilyVersion) -> impl Iterator<Item = Source<'_>
         active: false,
     });
     active.chain(frozen).chain(family.tables.iter().map(Source::Table))
+}
+
+/// The row a read is about: its encoded prefix (the key its tables' bloom
+/// filters hold) and that key's filter hash, computed when the first filter
+/// is asked and reused for every other table of the read.
+pub(crate) struct RowKey<'a> {
+    pub prefix: &'a [u8],
+    hash: OnceCell<u64>,
+}
+
+impl RowKey<'_> {
+    pub fn new(prefix: &[u8]) -> RowKey<'_> {
+        RowKey {
+            prefix,
+            hash: OnceCell::new(),
+        }
+    }
+
+    fn hash(&self) -> u64 {
+        *self.hash.get_or_init(|| filter_hash(self.prefix))
+    }
 }
 
 /// Whether a sorted file whose keys run from `first` to `last` may hold a key
@@ -69,20 +91,16 @@ impl Source<'_> {
         }
     }
 
-    /// Settles a table for a read of one row (`row_prefix` = the encoded row):
-    /// by its key range, then by its bloom filter. Memtables are always searched.
-    pub fn settle_row(&self, row_prefix: &[u8], cost: &mut ReadCost) -> Settled {
-        self.settle_by(
-            |first, last| may_hold_prefix(first, last, row_prefix),
-            Some(row_prefix),
-            cost,
-        )
+    /// Settles a table for a read of one row: by its key range, then by its
+    /// bloom filter. Memtables are always searched.
+    pub fn settle_row(&self, row: &RowKey, cost: &mut ReadCost) -> Settled {
+        self.settle_by(|first, last| may_hold_prefix(first, last, row.prefix), Some(row), cost)
     }
 
     /// Settles a table from metadata when it can: by its key range (does it hold
-    /// any key in `[start, end)`?), then by its bloom filter for `row` (the encoded
-    /// row prefix), when the read is about one row. Memtables are always searched.
-    pub fn settle(&self, start: &[u8], end: Option<&[u8]>, row: Option<&[u8]>, cost: &mut ReadCost) -> Settled {
+    /// any key in `[start, end)`?), then by its bloom filter for `row`, when the
+    /// read is about one row. Memtables are always searched.
+    pub fn settle(&self, start: &[u8], end: Option<&[u8]>, row: Option<&RowKey>, cost: &mut ReadCost) -> Settled {
         self.settle_by(|first, last| last >= start && end.is_none_or(|e| first < e), row, cost)
     }
 
@@ -91,7 +109,7 @@ impl Source<'_> {
     fn settle_by(
         &self,
         overlaps: impl FnOnce(&[u8], &[u8]) -> bool,
-        row: Option<&[u8]>,
+        row: Option<&RowKey>,
         cost: &mut ReadCost,
     ) -> Settled {
         let Source::Table(t) = self else {
@@ -99,7 +117,7 @@ impl Source<'_> {
         };
         if !overlaps(&t.meta.first_key, &t.meta.last_key) {
             Settled::KeyRange
-        } else if row.is_some_and(|row| !t.table.may_contain(row, cost)) {
+        } else if row.is_some_and(|row| !t.table.may_contain_hash(row.hash(), cost)) {
             Settled::Filter
         } else {
             Settled::Searched
@@ -356,10 +374,49 @@ impl Cursor {
         Ok(())
     }
 
-    /// Moves to the first entry at or after `target` (which must not be
-    /// before the current entry): a skip over entries the read does not need,
-    /// which are not counted as examined.
+    /// Moves to the first entry at or after `target` (a cursor already there
+    /// stays): a skip over entries the read does not need, which are not
+    /// counted as examined.
+    ///
+    /// Most seeks of a read land close by: past a cell's versions, the next
+    /// column of the row is usually the cursor's next entry. So a seek first
+    /// takes one step, and searches (an index and a block, or a skip list
+    /// from its top) only if that step fell short of `target`. The step is
+    /// part of the seek: it counts as examined only the entry the seek lands
+    /// on, as a search would.
     pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+        if self.raw_key().is_some_and(|k| k >= target) {
+            return Ok(());
+        }
+        if !self.step_reaches(target)? {
+            self.search(target)?;
+        }
+        self.check_valid();
+        Ok(())
+    }
+
+    /// One step; whether it landed at or past `target` (or on the end, where
+    /// a search would land too).
+    fn step_reaches(&mut self, target: &[u8]) -> Result<bool> {
+        Ok(match &mut self.inner {
+            CursorInner::Mem(m) => {
+                m.next();
+                m.key().is_none_or(|k| k >= target)
+            }
+            CursorInner::Table(t) => {
+                t.next()?;
+                !t.valid() || t.key() >= target
+            }
+            // At a file's end the search below opens the right next file.
+            CursorInner::Run(r) => {
+                r.iter.next()?;
+                r.iter.valid() && r.iter.key() >= target
+            }
+        })
+    }
+
+    /// Moves to the first entry at or after `target` by searching for it.
+    fn search(&mut self, target: &[u8]) -> Result<()> {
         match &mut self.inner {
             CursorInner::Mem(m) => m.reseek(target),
             CursorInner::Table(t) => t.seek(target)?,
@@ -370,7 +427,6 @@ impl Cursor {
                 r.advance(target, self.examined)?;
             }
         }
-        self.check_valid();
         Ok(())
     }
 

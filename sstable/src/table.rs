@@ -221,11 +221,17 @@ impl Table {
     /// filter). Counts `filter_checks`, and `filter_negatives` for a false,
     /// in `cost`; a table without a filter counts nothing.
     pub fn may_contain(&self, filter_key: &[u8], cost: &mut ReadCost) -> bool {
+        self.may_contain_hash(filter_hash(filter_key), cost)
+    }
+
+    /// [`Table::may_contain`] for a key given by its [`filter_hash`]: a read
+    /// that asks many tables about one key hashes it once.
+    pub fn may_contain_hash(&self, hash: u64, cost: &mut ReadCost) -> bool {
         let Some(filter) = &self.filter else {
             return true;
         };
         cost.filter_checks += 1;
-        let maybe = filter.may_contain(filter_hash(filter_key));
+        let maybe = filter.may_contain(hash);
         if !maybe {
             cost.filter_negatives += 1;
         }
