@@ -487,9 +487,13 @@ fn report_pictures_show_the_terminals_figures() -> TestResult {
         .collect();
     let pages = [
         l.circulation.row_layout.pages_touched,
+        l.lz4.circulation.row_layout.pages_touched,
         l.circulation.family_layout.pages_touched,
+        l.lz4.circulation.family_layout.pages_touched,
         l.record.row_layout.pages_touched,
+        l.lz4.record.row_layout.pages_touched,
         l.record.family_layout.pages_touched,
+        l.lz4.record.family_layout.pages_touched,
     ];
     assert_eq!(bars, pages.map(|p| p.to_string()));
     // The wide row: the strip has the whole row's blocks, the slice's marked.
@@ -658,7 +662,7 @@ fn a_day_bucket_bounds_the_largest_partition() -> TestResult {
 }
 
 #[test]
-fn query_first_report_section_holds_its_table_and_two_pictures() -> TestResult {
+fn query_first_report_section_holds_its_table_and_three_pictures() -> TestResult {
     let r = query_first()?;
     let html = lesson::page(vec![r.section()]).finish();
     let doc = parse_page(&html)?;
@@ -669,6 +673,20 @@ fn query_first_report_section_holds_its_table_and_two_pictures() -> TestResult {
         .and_then(|n| n.text())
         .ok_or("a table")?;
     assert_eq!(pre, r.render());
-    assert_eq!(pictures(s), ["query-first-reads", "query-first-partitions"]);
+    assert_eq!(
+        pictures(s),
+        ["query-first-reads", "query-first-bytes", "query-first-partitions"]
+    );
+    // The bytes per layout are the ones the table prints.
+    let bytes: Vec<&str> = s
+        .descendants()
+        .filter(|n| n.has_tag_name("svg") && n.attribute("class") == Some("query-first-bytes"))
+        .flat_map(|svg| svg.descendants())
+        .filter(|n| n.attribute("class") == Some("bar"))
+        .filter_map(|n| n.attribute("data-value"))
+        .collect();
+    let printed: Vec<String> = r.layouts.iter().map(|l| l.family.table_bytes.to_string()).collect();
+    assert_eq!(bytes, printed);
+    assert_eq!(r.layouts.iter().filter(|l| l.source_of_truth).count(), 2, "orders and items_by_order");
     Ok(())
 }

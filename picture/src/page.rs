@@ -10,12 +10,14 @@ use std::fmt::Write as _;
 
 use crate::svg::{escape, Svg};
 
-/// The page's style: readable type, pictures on white, tables in a fixed font.
-const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;\
+/// The page's style: readable type, pictures on white, tables in a fixed font
+/// small enough that the widest lesson table (164 columns) keeps its rows on
+/// one line at full width (longer notes wrap).
+const STYLE: &str = "body{font-family:sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;\
 background:#fafafa;color:#222}\
 h1{font-size:1.6em}h2{font-size:1.3em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
 h3{font-size:1.05em;margin-top:1.5em}\
-pre{background:#fff;border:1px solid #ddd;padding:.6em;white-space:pre-wrap;font-size:12px}\
+pre{background:#fff;border:1px solid #ddd;padding:.6em;white-space:pre-wrap;font-size:11px}\
 figure{margin:1em 0}figcaption{font-size:.9em;color:#444;max-width:1000px;margin-top:.3em}\
 svg{background:#fff;border:1px solid #ddd;font-family:sans-serif;font-size:12px}\
 nav a{margin-right:1em}";

@@ -231,7 +231,7 @@ pub fn draw(stack: &Stack, space: &KeySpace, read: Option<&ReadOnStack<'_>>) -> 
         draw_source(&mut svg, space, source, y, read, trace);
     }
     svg.text(
-        (LABEL_RIGHT, TOP + rows_height + 2.0),
+        (LABEL_RIGHT, TOP + rows_height + 10.0),
         Anchor::End,
         "oldest",
         &[("fill", colour::INK), ("font-size", "11")],

@@ -24,7 +24,7 @@ use cellar_engine::{FamilyOptions, Store, StoreOptions};
 use cellar_keys::encoding::to_string_binary;
 use cellar_tables::{
     AccessPath, BackfillOptions, BackfillProgress, Batch, Error as TableError, LayoutShape, LayoutSpec, Params,
-    Planned, QueryResult, Record, Schema, Table, TableOptions,
+    Planned, QueryResult, Record, Role, Schema, Table, TableOptions,
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -112,6 +112,8 @@ pub struct LayoutBytes {
     pub layout: String,
     /// Its key design, in the key syntax, and its time field.
     pub spec: String,
+    /// Whether it is its table's source of truth (the others are copies).
+    pub source_of_truth: bool,
     /// The engine's figures for its family.
     pub family: FamilyFigures,
 }
@@ -325,6 +327,7 @@ pub fn query_first_with(dir: &Path, progress: &dyn Progress) -> Result<QueryFirs
             layouts.push(LayoutBytes {
                 layout: layout.name.clone(),
                 spec: layout.spec().to_string(),
+                source_of_truth: layout.role == Role::Source,
                 family: FamilyFigures::of(&stats, &layout.name)?,
             });
         }
@@ -835,8 +838,9 @@ impl QueryFirstReport {
 
 impl QueryFirstReport {
     /// The lesson's section of the `--report` page: the terminal's table,
-    /// then each path's entries examined beside the filtering scan's, and
-    /// the largest partition with and without the bucket, on one scale each.
+    /// then each path's entries examined beside the filtering scan's, the
+    /// bytes each layout stores, and the largest partition with and without
+    /// the bucket, on one scale each.
     pub fn section(&self) -> Section {
         let mut s = Section::new(
             "query-first",
@@ -870,6 +874,33 @@ impl QueryFirstReport {
             &chart::bars("query-first-reads", "entries examined", &groups),
             "Every bar is on the same scale: a layout's slice is a sliver beside the scan of the whole source \
              of truth, which grows with the table while the slice does not.",
+        );
+        s.subheading("What the copies cost: bytes stored per layout");
+        let groups = [BarGroup {
+            label: "after the final compaction".to_string(),
+            bars: self
+                .layouts
+                .iter()
+                .map(|l| Bar {
+                    label: if l.source_of_truth {
+                        format!("{} (source of truth)", l.layout)
+                    } else {
+                        l.layout.clone()
+                    },
+                    value: l.family.table_bytes as f64,
+                    printed: format!(
+                        "{} bytes, {} records",
+                        thousands(l.family.table_bytes),
+                        thousands(l.family.live_entries)
+                    ),
+                    colour: colour::SERIES[if l.source_of_truth { 0 } else { 1 }],
+                })
+                .collect(),
+        }];
+        s.figure(
+            &chart::bars("query-first-bytes", "table bytes", &groups),
+            "Each copy stores about as many bytes again as its table's source of truth (blue): the storage a \
+             layout per read path costs, on top of the entries every insert writes into each layout.",
         );
         s.subheading("The largest partition, with and without a time bucket");
         let groups: Vec<BarGroup> = [(&self.without_bucket, "no bucket"), (&self.with_bucket, "day bucket")]
