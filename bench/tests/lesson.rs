@@ -687,6 +687,10 @@ fn query_first_report_section_holds_its_table_and_three_pictures() -> TestResult
         .collect();
     let printed: Vec<String> = r.layouts.iter().map(|l| l.family.table_bytes.to_string()).collect();
     assert_eq!(bytes, printed);
-    assert_eq!(r.layouts.iter().filter(|l| l.source_of_truth).count(), 2, "orders and items_by_order");
+    assert_eq!(
+        r.layouts.iter().filter(|l| l.source_of_truth).count(),
+        2,
+        "orders and items_by_order"
+    );
     Ok(())
 }

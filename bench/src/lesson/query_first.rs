@@ -625,7 +625,8 @@ impl QueryFirstReport {
         out.push_str(
             "\nThe reads at launch, each compacted family read on its layout and by a filtering scan of the\n\
              source of truth (same records, checked). Lesson: what the seeds say, one contiguous slice per\n\
-             read (001) that stops after the rows it returns (000).\n\n",
+             read (001) that stops after the rows it returns (000). Sources: the memtables and table files\n\
+             the layout's slices consulted, from their traces.\n\n",
         );
         let mut g = Grid::new();
         g.left_align(1);
@@ -634,18 +635,19 @@ impl QueryFirstReport {
             "",
             "slices",
             "",
-            "entries examined",
             "",
+            "entries",
+            "examined",
             "",
             "data",
             "pages",
-            "filtering scan",
-            "",
+            "filtering",
+            "scan",
             "scan /",
         ]);
         g.row([
-            "path", "layout", "lesson", "cellar", "lesson", "cellar", "returned", "blocks", "touched", "entries",
-            "blocks", "layout",
+            "path", "layout", "lesson", "cellar", "sources", "lesson", "cellar", "returned", "blocks", "touched",
+            "entries", "blocks", "layout",
         ]);
         for p in self.paths.iter().chain([&self.after_launch]) {
             let name = p.path.clone();
@@ -654,6 +656,7 @@ impl QueryFirstReport {
                 p.layout.clone(),
                 printed::SLICES_PER_READ.to_string(),
                 p.requests.to_string(),
+                thousands(p.layout_cost.sources_visited),
                 thousands(p.returned),
                 thousands(p.layout_cost.entries_examined),
                 thousands(p.returned),
@@ -888,11 +891,7 @@ impl QueryFirstReport {
                         l.layout.clone()
                     },
                     value: l.family.table_bytes as f64,
-                    printed: format!(
-                        "{} bytes, {} records",
-                        thousands(l.family.table_bytes),
-                        thousands(l.family.live_entries)
-                    ),
+                    printed: format!("{} bytes", thousands(l.family.table_bytes)),
                     colour: colour::SERIES[if l.source_of_truth { 0 } else { 1 }],
                 })
                 .collect(),
