@@ -60,9 +60,14 @@ fn open(dir: &std::path::Path) -> Result<(Table, Table)> {
     Ok((orders, items))
 }
 
-/// Line items per order row, and the order rows, read from the two sources
-/// of truth (both keyed by the padded order id).
-fn orders_and_items(table: &Table) -> Result<(Vec<Vec<u8>>, BTreeMap<Vec<u8>, usize>)> {
+/// The rows of the orders' source of truth, and the line items of each row
+/// of theirs (both keyed by the padded order id).
+struct Rows {
+    orders: Vec<Vec<u8>>,
+    items: BTreeMap<Vec<u8>, usize>,
+}
+
+fn orders_and_items(table: &Table) -> Result<Rows> {
     let store = table.store();
     let mut orders = Vec::new();
     for row in store.scan("orders", &RowRange::all())? {
@@ -73,7 +78,7 @@ fn orders_and_items(table: &Table) -> Result<(Vec<Vec<u8>>, BTreeMap<Vec<u8>, us
         let row = row?;
         items.insert(row.key.to_vec(), row.cells.len());
     }
-    Ok((orders, items))
+    Ok(Rows { orders, items })
 }
 
 /// The child: writes until it is killed.
@@ -179,7 +184,10 @@ fn sigkill_never_leaves_a_layout_out_of_step() -> Result {
         let report = table.verify()?;
         assert!(report.is_consistent(), "after kill {kill}:\n{report}");
         assert!(items.verify()?.is_consistent(), "after kill {kill}");
-        let (order_rows, item_rows) = orders_and_items(&table)?;
+        let Rows {
+            orders: order_rows,
+            items: item_rows,
+        } = orders_and_items(&table)?;
         let text = |row: &Vec<u8>| String::from_utf8_lossy(row).into_owned();
         let without_items: Vec<String> = order_rows
             .iter()
