@@ -34,7 +34,7 @@ fn every_workload_runs_on_every_in_process_engine_and_the_engines_agree_on_hits(
     }
     let hits = report::check_hits(&runs)?;
     assert!(
-        hits.starts_with("hits checked: cellar, cellar-buffered, fjall"),
+        hits.starts_with("hits checked: cellar, cellar-buffered, cellar-leveled, fjall"),
         "{hits}"
     );
     Ok(())
@@ -65,7 +65,7 @@ fn with_lz4_every_engine_finds_the_same_entries_in_less_space() -> Result<(), Bo
 #[test]
 fn the_scale_phases_record_the_tree_and_cellar_its_read_amplification() -> Result<(), Box<dyn std::error::Error>> {
     let mut runs = scale::ScaleRuns::new();
-    let engines = ["cellar", "fjall", "rocksdb"]
+    let engines = ["cellar", "cellar-leveled", "fjall", "rocksdb"]
         .into_iter()
         .filter(|e| peers::IN_PROCESS.contains(e));
     for engine in engines {
@@ -87,6 +87,9 @@ fn the_scale_phases_record_the_tree_and_cellar_its_read_amplification() -> Resul
         runs.insert(engine.to_string(), vec![phases]);
     }
     let hits = scale::check_hits(&runs)?;
-    assert!(hits.starts_with("hits checked: cellar, fjall"), "{hits}");
+    assert!(
+        hits.starts_with("hits checked: cellar, cellar-leveled, fjall"),
+        "{hits}"
+    );
     Ok(())
 }

@@ -1,13 +1,14 @@
 //! `peers`: cellar against fjall and RocksDB, like with like.
 //!
 //! ```text
-//! cargo run --release -p cellar-bench [--features rocksdb] --bin peers -- [OPTIONS]
+//! cargo run --release -p cellar-bench [--features rocksdb|rocksdb-lz4] --bin peers -- [OPTIONS]
 //!
 //!   (default)          db_bench's workloads: fillseq, fillrandom, overwrite,
 //!                      readrandom, readseq, seekrandom on --num keys
 //!   --ycsb             YCSB workloads A-F on --records records, --operations each
 //!   --scale            fillrandom, overwrite, readrandom, seekrandom on --num keys,
-//!                      no manual compaction, the tree recorded after each phase
+//!                      no manual compaction, the tree recorded after each phase;
+//!                      cellar both size-tiered and leveled (`cellar-leveled`)
 //!
 //!   --num N            keys (default 1000000)
 //!   --records N        YCSB records (default 1000000)
@@ -17,7 +18,8 @@
 //!   --cache data       give fjall's and RocksDB's block cache room for all the data
 //!                      (default: their own default caches)
 //!   --compression lz4  db_bench workloads: every engine compresses its data blocks
-//!                      with LZ4, values half compressible (default: none)
+//!                      with LZ4, values half compressible (default: none); RocksDB
+//!                      needs the `rocksdb-lz4` feature for it
 //!   --csv FILE         db_bench workloads: medians as CSV too
 //!   --dir DIR          where the stores go (default: a temporary folder)
 //! ```
@@ -176,7 +178,7 @@ fn run(args: Args) -> Result<(), String> {
     let engines = args.engines.clone().unwrap_or_else(|| match args.mode {
         Mode::DbBench => peers::default_engines(),
         Mode::Ycsb { .. } => ycsb::ENGINES.iter().map(|s| s.to_string()).collect(),
-        Mode::Scale => ["cellar", "fjall", "rocksdb"]
+        Mode::Scale => ["cellar", "cellar-leveled", "fjall", "rocksdb"]
             .iter()
             .filter(|e| peers::IN_PROCESS.contains(e))
             .map(|s| s.to_string())
@@ -192,6 +194,13 @@ fn run(args: Args) -> Result<(), String> {
         dir,
         exe: std::env::current_exe().map_err(|e| e.to_string())?,
     };
+    #[cfg(feature = "rocksdb")]
+    if config.compression == Compression::Lz4
+        && !cellar_bench::peers::rocksdb::LZ4
+        && config.engines.iter().any(|e| e == "rocksdb")
+    {
+        return Err(cellar_bench::peers::rocksdb::LZ4_MISSING.to_string());
+    }
     if !cfg!(feature = "rocksdb") {
         eprintln!("peers: built without the `rocksdb` feature: RocksDB is not measured in process");
     }

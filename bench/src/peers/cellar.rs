@@ -1,10 +1,11 @@
 //! cellar, in two shapes: each key a row of one column (`cellar`, and
-//! `cellar-buffered` with the log buffered in the process), and each key a
-//! wide row of ten 100-byte columns (`cellar-wide`, N/10 rows).
+//! `cellar-buffered` with the log buffered in the process, and
+//! `cellar-leveled` with leveled compaction), and each key a wide row of ten
+//! 100-byte columns (`cellar-wide`, N/10 rows).
 
 use std::path::Path;
 
-use cellar_engine::{Compression, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
+use cellar_engine::{Compaction, Compression, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
 
 use super::read_amp::ReadAmp;
 use super::workloads::{Adapter, KEY_BYTES, VALUE_BYTES};
@@ -17,8 +18,8 @@ const NARROW_COLUMN: &[u8] = b"v";
 const WIDE_COLUMN_NAMES: [&[u8]; WIDE_COLUMNS] = [b"c0", b"c1", b"c2", b"c3", b"c4", b"c5", b"c6", b"c7", b"c8", b"c9"];
 
 /// A cellar store with one family of default options (4 KiB blocks, bloom 10
-/// bits per key, 64 MiB memtable, no compression unless asked), log on
-/// without fsync. Table files are read through a memory map: raw blocks come
+/// bits per key, 64 MiB memtable, size-tiered compaction unless leveled is
+/// asked, no compression unless asked), log on without fsync. Table files are read through a memory map: raw blocks come
 /// from the OS page cache; compressed blocks are decompressed into a block
 /// cache of 32 MiB (each open table's index and filter are held in memory).
 pub struct Cellar {
@@ -30,9 +31,15 @@ impl Cellar {
     /// Opens a fresh store in `dir`; `wide` stores each key as a row of ten
     /// columns; `sync` is the log's policy (`Never`: every write handed to the
     /// OS, as RocksDB does; `Buffered`: written in 64 KiB pieces, as fjall
-    /// does); `compression` is the family's.
-    pub fn open(dir: &Path, wide: bool, sync: SyncPolicy, compression: Compression) -> Result<Cellar> {
-        let family = FamilyOptions::default().compression(compression);
+    /// does); `compaction` and `compression` are the family's.
+    pub fn open(
+        dir: &Path,
+        wide: bool,
+        sync: SyncPolicy,
+        compaction: Compaction,
+        compression: Compression,
+    ) -> Result<Cellar> {
+        let family = FamilyOptions::default().compaction(compaction).compression(compression);
         let store = Store::open(dir, StoreOptions::default().sync(sync).family_with(FAMILY, family))?;
         Ok(Cellar { store, wide })
     }

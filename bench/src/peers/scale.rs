@@ -27,7 +27,7 @@ use std::time::Instant;
 use super::memory::{self, Memory, Sampler};
 use super::read_amp::ReadAmp;
 use super::workloads::{disk_bytes, key, Adapter, Rng, Values, SEEK_ENTRIES, VALUE_BYTES};
-use super::{human, median_of, mib, ratio, read_path, Config, ENTRY_BYTES, PEERS, RSS_NOTE};
+use super::{human, median_of, mib, ratio, read_path, Config, CELLAR_LEVELED, ENTRY_BYTES, PEERS, RSS_NOTE};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 
@@ -278,11 +278,25 @@ pub type ScaleRuns = std::collections::BTreeMap<String, Vec<Vec<Phase>>>;
 pub fn run(config: &Config, log: &mut dyn FnMut(&str)) -> Result<ScaleRuns> {
     super::alternate(config, log, |engine, run, dir| {
         let args = config.child_args(engine, run, dir);
-        parse(&super::run_child(
+        let phases = parse(&super::run_child(
             &config.exe,
             &args,
             &format!("{engine} scale run {}", run + 1),
-        )?)
+        )?)?;
+        // A long run says what each child found as it ends (the tables come at the end).
+        let summary: Vec<String> = phases
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} {} ({:.2}x settled)",
+                    p.name,
+                    human(p.ops_per_sec()),
+                    p.space_amp(true)
+                )
+            })
+            .collect();
+        eprintln!("peers: {engine} scale run {} done: {}", run + 1, summary.join(", "));
+        Ok(phases)
     })
 }
 
@@ -329,18 +343,38 @@ fn phase_median(runs: &[Vec<Phase>], name: &str, f: impl Fn(&Phase) -> Option<f6
     median_of(runs, |r| r.iter().find(|p| p.name == name).and_then(&f))
 }
 
+/// How an engine of the scale run compacts.
+pub fn compaction(engine: &str) -> &'static str {
+    match engine {
+        "cellar" => "size-tiered (its default): 4 runs of similar size merged into one",
+        CELLAR_LEVELED => {
+            "leveled: level 0 merged into a base level at 4 runs, 256 MiB base, x10 per level, dynamic level \
+             sizes (RocksDB's defaults)"
+        }
+        "fjall" => "leveled (its default)",
+        "rocksdb" => "leveled (db_bench's options: level 0 merged at 4 files, 256 MiB base, x10, dynamic level sizes)",
+        _ => "",
+    }
+}
+
 /// The tables of a scale run.
 pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     let engines: Vec<&String> = config.engines.iter().filter(|e| runs.contains_key(*e)).collect();
-    let peers: Vec<&String> = if runs.contains_key("cellar") {
-        engines
-            .iter()
-            .copied()
-            .filter(|e| PEERS.contains(&e.as_str()))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    // Both cellars hand each write to the OS, as the peers do: each is in a ratio.
+    let cellars: Vec<&String> = engines
+        .iter()
+        .copied()
+        .filter(|e| *e == "cellar" || *e == CELLAR_LEVELED)
+        .collect();
+    let peers: Vec<&String> = engines
+        .iter()
+        .copied()
+        .filter(|e| PEERS.contains(&e.as_str()))
+        .collect();
+    let ratios: Vec<(&String, &String, String)> = cellars
+        .iter()
+        .flat_map(|c| peers.iter().map(move |p| (*c, *p, format!("{c}/{p}"))))
+        .collect();
     let of = |e: &str| runs.get(e).map(Vec::as_slice).unwrap_or_default();
     let mut out = String::new();
     let _ = writeln!(
@@ -358,24 +392,28 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     for e in &engines {
         let _ = writeln!(out, "  {e:<16} {}", read_path(e, config.cache));
     }
+    let _ = writeln!(out, "compaction:");
+    for e in &engines {
+        let _ = writeln!(out, "  {e:<16} {}", compaction(e));
+    }
     let _ = writeln!(out, "{hits}\n");
 
     let mut header = format!("{:<12}", "ops/s");
     for e in &engines {
-        let _ = write!(header, " {e:>12}");
+        let _ = write!(header, " {e:>14}");
     }
-    for p in &peers {
-        let _ = write!(header, " {:>15}", format!("cellar/{p}"));
+    for (_, _, label) in &ratios {
+        let _ = write!(header, " {label:>w$}", w = label.len().max(15));
     }
     let _ = writeln!(out, "{header}");
     for name in PHASES {
         let ops = |e: &str| phase_median(of(e), name, |p| Some(p.ops_per_sec())).unwrap_or(0.0);
         let mut line = format!("{name:<12}");
         for e in &engines {
-            let _ = write!(line, " {:>12}", human(ops(e)));
+            let _ = write!(line, " {:>14}", human(ops(e)));
         }
-        for p in &peers {
-            let _ = write!(line, " {:>15}", ratio(ops("cellar"), ops(p)));
+        for (c, p, label) in &ratios {
+            let _ = write!(line, " {:>w$}", ratio(ops(c), ops(p)), w = label.len().max(15));
         }
         let _ = writeln!(out, "{line}");
     }
@@ -387,7 +425,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<12} {:<10} {:>10} {:>8} {:>9} {:>12} {:>11} {:>13} {:>9}",
+        "{:<12} {:<14} {:>10} {:>8} {:>9} {:>12} {:>11} {:>13} {:>9}",
         "phase",
         "engine",
         "disk end",
@@ -403,7 +441,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
             let m = |f: fn(&Phase) -> f64| phase_median(of(e), name, |p| Some(f(p))).unwrap_or(0.0);
             let _ = writeln!(
                 out,
-                "{:<12} {:<10} {:>7.0} MB {:>7.2}x {:>9.0} {:>9.0} MB {:>10.2}x {:>13.0} {:>9.1}",
+                "{:<12} {:<14} {:>7.0} MB {:>7.2}x {:>9.0} {:>9.0} MB {:>10.2}x {:>13.0} {:>9.1}",
                 name,
                 e,
                 m(|p| p.at_end.0 as f64) / 1e6,
@@ -425,7 +463,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<12} {:<10} {:>22} {:>22}",
+        "{:<12} {:<14} {:>22} {:>22}",
         "phase", "engine", "get (src/files/blocks)", "seek (src/files/blocks)"
     );
     for name in PHASES {
@@ -441,7 +479,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
                     _ => "n/a".into(),
                 }
             };
-            let _ = writeln!(out, "{:<12} {:<10} {:>22} {:>22}", name, e, amp(false), amp(true));
+            let _ = writeln!(out, "{:<12} {:<14} {:>22} {:>22}", name, e, amp(false), amp(true));
         }
     }
 
@@ -452,7 +490,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<12} {:<10} {:>10} {:>10} {:>10} {:>11} {:>11}",
+        "{:<12} {:<14} {:>10} {:>10} {:>10} {:>11} {:>11}",
         "phase", "engine", "peak RSS", "peak anon", "peak file", "anon after", "file after"
     );
     for name in PHASES {
@@ -460,7 +498,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
             let m = |f: fn(&Phase) -> u64| phase_median(of(e), name, |p| Some(f(p) as f64)).map_or("-".into(), mib);
             let _ = writeln!(
                 out,
-                "{:<12} {:<10} {:>10} {:>10} {:>10} {:>11} {:>11}",
+                "{:<12} {:<14} {:>10} {:>10} {:>10} {:>11} {:>11}",
                 name,
                 e,
                 m(|p| p.peak.hwm_kib),
