@@ -857,3 +857,36 @@ fn late_put_older_than_a_stored_deletion_stays_hidden() -> Result<(), Box<dyn st
     assert_eq!(columns, vec![(&b"d"[..], 10), (&b"kept"[..], 20)]);
     Ok(())
 }
+
+/// A leveled family's files keep their levels and runs across a reopen and
+/// in a read-only open: the manifest records them, nothing recomputes them.
+#[test]
+fn levels_are_restored_by_reopen_and_read_only_open() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let options = || StoreOptions::default().family_with(FAMILIES[4], family_options(4));
+    let shape = |tables: Vec<cellar_engine::TableInfo>| {
+        let mut v: Vec<(u64, u32, u64)> = tables.iter().map(|t| (t.file_id, t.level, t.run)).collect();
+        v.sort();
+        v
+    };
+    let before = {
+        let store = Store::open(dir.path(), options())?;
+        for i in 0..300 {
+            store.put(FAMILIES[4], format!("r{:03}", i % 97), "c", format!("v{i}"))?;
+        }
+        // Everything in tables, and compaction done: the reopen has nothing to replay or to move.
+        store.flush()?;
+        store.wait_for_background_work()?;
+        shape(store.tables())
+    };
+    assert!(
+        before.iter().any(|&(_, level, _)| level > 1),
+        "levels below 1 formed: {before:?}"
+    );
+    let store = Store::open(dir.path(), options())?;
+    assert_eq!(shape(store.tables()), before);
+    drop(store);
+    let reader = cellar_engine::ReadOnlyStore::open(dir.path())?;
+    assert_eq!(shape(reader.tables()), before);
+    Ok(())
+}

@@ -6,7 +6,10 @@ use std::path::Path;
 
 use super::memory::Memory;
 use super::workloads::{self, Measured, RunReport, WORKLOADS};
-use super::{extra_note, human, median_of, mib, ratio, read_path_with, Config, Runs, ENTRY_BYTES, PEERS, SAME_KEYS};
+use super::{
+    extra_note, human, median_of, mib, ratio, read_path_with, Config, Runs, CELLAR_LEVELED, ENTRY_BYTES, PEERS,
+    SAME_KEYS,
+};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use cellar_engine::Compression;
@@ -230,7 +233,7 @@ pub fn render(config: &Config, runs: &Runs, hits: &str) -> String {
     let main: Vec<&String> = engines
         .iter()
         .copied()
-        .filter(|e| *e == "cellar" || PEERS.contains(&e.as_str()))
+        .filter(|e| *e == "cellar" || *e == CELLAR_LEVELED || PEERS.contains(&e.as_str()))
         .collect();
     let peers: Vec<&String> = if runs.contains_key("cellar") {
         main.iter().copied().filter(|e| PEERS.contains(&e.as_str())).collect()
