@@ -167,3 +167,56 @@ impl<'t> Batch<'t> {
         Ok(reports)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use cellar_engine::{Store, StoreOptions};
+
+    use super::*;
+    use crate::{LayoutSpec, Schema, TableOptions};
+
+    fn table(store: &Arc<Store>, name: &str) -> Result<Table> {
+        let schema = Schema::new(name)
+            .int("id")
+            .primary_key(&["id"])
+            .source_of_truth(LayoutSpec::new(name, "pad(id,10)"));
+        Table::create(store.clone(), &schema, TableOptions::default())
+    }
+
+    /// Two batches naming the same tables in opposite orders must not each
+    /// hold one lock and wait for the other: a batch takes the locks in the
+    /// order of the tables' names, whatever order it names them in. Here the
+    /// test holds `b`'s lock; a batch naming `b` first must still take `a`'s
+    /// lock first, and wait for `b` while holding it.
+    #[test]
+    fn a_batch_takes_its_tables_locks_in_name_order() -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = Arc::new(Store::open(dir.path(), StoreOptions::default())?);
+        let a = Arc::new(table(&store, "a")?);
+        let b = Arc::new(table(&store, "b")?);
+        let held = b.lock_writes();
+        let writer = {
+            let (a, b) = (a.clone(), b.clone());
+            std::thread::spawn(move || {
+                let mut batch = Batch::new();
+                batch.insert(&b, Record::new().with("id", 1));
+                batch.insert(&a, Record::new().with("id", 1));
+                batch.write().map(|_| ())
+            })
+        };
+        // The writer takes `a`, then waits for `b`.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while a.write.try_lock().is_some() {
+            assert!(Instant::now() < deadline, "the batch never took a's lock before b's");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(held);
+        writer.join().map_err(|_| "the writer panicked")??;
+        assert!(a.get(&Record::new().with("id", 1))?.is_some());
+        assert!(b.get(&Record::new().with("id", 1))?.is_some());
+        Ok(())
+    }
+}

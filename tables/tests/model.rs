@@ -1,7 +1,7 @@
-//! The model check: random inserts, updates (key fields included), deletes
-//! and layout additions, with backfills advancing between them; after every
-//! step `verify` holds and every declared path answers exactly what a
-//! brute-force filter of a `BTreeMap` model says.
+//! The model check: random inserts, updates (key fields included), deletes,
+//! batches of them, and layout additions and drops, with backfills advancing
+//! between them; after every step `verify` holds and every declared path
+//! answers exactly what a brute-force filter of a `BTreeMap` model says.
 
 mod common;
 
@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use common::*;
 
-use cellar_tables::{AccessPath, BackfillOptions, Error, LayoutSpec, Params, QueryOptions, Record, Table, Value};
+use cellar_tables::{
+    AccessPath, BackfillOptions, Batch, Error, LayoutSpec, Params, QueryOptions, Record, Table, Value,
+};
 use proptest::prelude::*;
 
 const STATUSES: [&str; 3] = ["new", "paid", "shipped"];
@@ -58,7 +60,26 @@ enum Op {
     AddLayout {
         which: usize,
     },
+    DropLayout {
+        which: usize,
+    },
     BackfillStep,
+    /// Several writes in one `Batch`: all applied, or (one refused, or a
+    /// record named twice) none.
+    Batch(Vec<Op>),
+}
+
+fn write_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        2 => (0..14i64, 0..4i64, 0..96u64, 0..3i64, 0..48u64, 0..3usize).prop_map(
+            |(id, customer, placed_h, warehouse, ship_h, status)| Op::Insert { id, customer, placed_h, warehouse, ship_h, status }
+        ),
+        2 => (0..14i64, proptest::option::of(0..4i64), proptest::option::of(0..3i64),
+              proptest::option::of(0..120u64), proptest::option::of(0..3usize)).prop_map(
+            |(id, customer, warehouse, ship_h, status)| Op::Update { id, customer, warehouse, ship_h, status }
+        ),
+        1 => (0..14i64).prop_map(|id| Op::Delete { id }),
+    ]
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -72,8 +93,87 @@ fn op() -> impl Strategy<Value = Op> {
         ),
         2 => (0..14i64).prop_map(|id| Op::Delete { id }),
         1 => (0..4usize).prop_map(|which| Op::AddLayout { which }),
+        1 => (0..4usize).prop_map(|which| Op::DropLayout { which }),
         2 => Just(Op::BackfillStep),
+        2 => proptest::collection::vec(write_op(), 1..5).prop_map(Op::Batch),
     ]
+}
+
+/// The record an insert op writes.
+fn inserted(id: i64, customer: i64, placed_h: u64, warehouse: i64, ship_h: u64, status: usize) -> Record {
+    let placed = T0 + placed_h * HOUR;
+    order(
+        id,
+        customer,
+        placed,
+        warehouse,
+        placed + ship_h * HOUR,
+        STATUSES[status],
+    )
+}
+
+/// The fields an update op changes.
+fn changed(customer: Option<i64>, warehouse: Option<i64>, ship_h: Option<u64>, status: Option<usize>) -> Record {
+    let mut changes = Record::new();
+    if let Some(c) = customer {
+        changes.set("customer", c);
+    }
+    if let Some(w) = warehouse {
+        changes.set("warehouse", w);
+    }
+    if let Some(h) = ship_h {
+        changes.set("shipped_at", (T0 + h * HOUR) as i64);
+    }
+    if let Some(s) = status {
+        changes.set("status", STATUSES[s]);
+    }
+    changes
+}
+
+/// A batch's writes applied to a copy of the model, one after the other,
+/// as the batch promises; `None` if the batch must be refused.
+fn batch_outcome(model: &BTreeMap<i64, Record>, writes: &[Op]) -> Option<BTreeMap<i64, Record>> {
+    let mut next = model.clone();
+    let mut touched = std::collections::BTreeSet::new();
+    for write in writes {
+        let (id, ok) = match write {
+            Op::Insert {
+                id,
+                customer,
+                placed_h,
+                warehouse,
+                ship_h,
+                status,
+            } => (
+                *id,
+                next.insert(*id, inserted(*id, *customer, *placed_h, *warehouse, *ship_h, *status))
+                    .is_none(),
+            ),
+            Op::Update {
+                id,
+                customer,
+                warehouse,
+                ship_h,
+                status,
+            } => match next.get(id) {
+                Some(old) => {
+                    let new = old.merged(&changed(*customer, *warehouse, *ship_h, *status));
+                    next.insert(*id, new);
+                    (*id, true)
+                }
+                None => (*id, false),
+            },
+            Op::Delete { id } => {
+                next.remove(id);
+                (*id, true)
+            }
+            _ => return None,
+        };
+        if !ok || !touched.insert(id) {
+            return None;
+        }
+    }
+    Some(next)
 }
 
 /// A path as the test declares it, so the oracle reads the declaration,
@@ -237,15 +337,7 @@ fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
                 ship_h,
                 status,
             } => {
-                let placed = T0 + placed_h * HOUR;
-                let record = order(
-                    id,
-                    customer,
-                    placed,
-                    warehouse,
-                    placed + ship_h * HOUR,
-                    STATUSES[status],
-                );
+                let record = inserted(id, customer, placed_h, warehouse, ship_h, status);
                 match table.insert(&record) {
                     Ok(r) => {
                         prop_assert!(!model.contains_key(&id));
@@ -263,19 +355,7 @@ fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
                 ship_h,
                 status,
             } => {
-                let mut changes = Record::new();
-                if let Some(c) = customer {
-                    changes.set("customer", c);
-                }
-                if let Some(w) = warehouse {
-                    changes.set("warehouse", w);
-                }
-                if let Some(h) = ship_h {
-                    changes.set("shipped_at", (T0 + h * HOUR) as i64);
-                }
-                if let Some(s) = status {
-                    changes.set("status", STATUSES[s]);
-                }
+                let changes = changed(customer, warehouse, ship_h, status);
                 match table.update(&key(id), &changes) {
                     Ok(report) => {
                         let old = model
@@ -311,6 +391,61 @@ fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
                             .backfill(&spec.name, BackfillOptions { batch_records: 3 })
                             .map_err(err)?,
                     );
+                }
+            }
+            Op::DropLayout { which } => {
+                let name = &candidates()[which].name;
+                if table.definition().layout(name).is_ok() {
+                    let building = backfill
+                        .as_ref()
+                        .is_some_and(|b: &cellar_tables::Backfill<'_>| &b.progress().layout == name);
+                    match table.drop_layout(name) {
+                        Ok(()) => prop_assert!(!building),
+                        Err(Error::BackfillRunning(_)) => prop_assert!(building),
+                        Err(e) => return Err(err(e)),
+                    }
+                    prop_assert_eq!(table.store().families().contains(name), building);
+                }
+            }
+            Op::Batch(writes) => {
+                let mut batch = Batch::new();
+                for write in &writes {
+                    match write {
+                        Op::Insert {
+                            id,
+                            customer,
+                            placed_h,
+                            warehouse,
+                            ship_h,
+                            status,
+                        } => batch.insert(
+                            &table,
+                            inserted(*id, *customer, *placed_h, *warehouse, *ship_h, *status),
+                        ),
+                        Op::Update {
+                            id,
+                            customer,
+                            warehouse,
+                            ship_h,
+                            status,
+                        } => batch.update(&table, key(*id), changed(*customer, *warehouse, *ship_h, *status)),
+                        Op::Delete { id } => batch.delete(&table, key(*id)),
+                        _ => &mut batch,
+                    };
+                }
+                let expected = batch_outcome(&model, &writes);
+                match (batch.write(), expected) {
+                    (Ok(reports), Some(next)) => {
+                        prop_assert_eq!(reports.len(), writes.len());
+                        model = next;
+                    }
+                    (Err(Error::Exists { .. } | Error::NotFound { .. } | Error::Record { .. }), None) => {}
+                    (outcome, expected) => {
+                        return Err(TestCaseError::fail(format!(
+                            "batch {writes:?}: {outcome:?}, the model expected {}",
+                            if expected.is_some() { "success" } else { "a refusal" }
+                        )))
+                    }
                 }
             }
             Op::BackfillStep => {
