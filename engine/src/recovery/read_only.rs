@@ -13,12 +13,25 @@
 //! What it sees is the store at one moment. Beside a running writer that
 //! moment can slip while it reads: a compaction deletes a table the manifest
 //! it read still lists, a flush moves the log on (the replay then finds a gap
-//! in the sequence numbers). Every such race shows as a file that has gone or
-//! a replay that does not fit, and the open starts again from the manifest,
-//! a few times, before it reports the error. A torn record at the end of the
-//! newest segment is a write in progress and is left out, as in any open.
+//! in the sequence numbers). Most such races show as a file that has gone or
+//! a replay that does not fit, but not all: a flush that deletes the segment
+//! the manifest read still needs, when the segment after it is still empty,
+//! leaves a log that replays cleanly and lacks the flushed writes, in no
+//! table the manifest read lists. So an attempt also checks, at its end,
+//! that the oldest segment the manifest it read needs was among the
+//! segments it found, or else that the manifest is the one it read at its
+//! start (the same file, the same length). A writer deletes segments oldest
+//! first, each only after the manifest records that it is not needed: a
+//! needed segment that is there proves that none after it had gone, and an
+//! unchanged manifest proves that nothing the attempt needed was deleted
+//! before it looked. (An older store's family may need segment 0, which
+//! never exists: then only the second proof is possible.) Any sign of a race starts the
+//! open again from the manifest, with a growing pause, up to [`ATTEMPTS`]
+//! times; damage that persists is then reported as it is. A torn record at
+//! the end of the newest segment is a write in progress and is left out, as
+//! in any open.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,9 +47,14 @@ use crate::options::FamilyOptions;
 use crate::version::{FamilyCounters, FamilyVersion, TableFile, Version};
 
 /// How many times the open starts again when a writer moved the store on
-/// while it read, and how long it waits before each.
-const ATTEMPTS: u32 = 5;
-const PAUSE: Duration = Duration::from_millis(20);
+/// while it read, and how long it waits before the first retry (doubling up
+/// to [`MAX_PAUSE`]). An attempt costs a replay of the log and an open of
+/// every table; beside a writer that flushes every few milliseconds a few
+/// attempts in a row can overlap a flush, so there are many (about 2.5 s of
+/// pauses in all before the open gives up).
+const ATTEMPTS: u32 = 40;
+const PAUSE: Duration = Duration::from_millis(1);
+const MAX_PAUSE: Duration = Duration::from_millis(64);
 
 /// The store in `dir` as its files describe it: every family with its table
 /// files and, in memtables, the writes only the log holds; and the last
@@ -49,15 +67,47 @@ pub(crate) fn open(dir: &Path) -> Result<(Version, u64)> {
     // size, as in a writable open; raw blocks are read from the map.
     let cache = BlockCache::new(crate::options::StoreOptions::default().block_cache_bytes);
     let mut attempt = 1;
+    let mut pause = PAUSE;
     loop {
-        match read_once(dir, &cache) {
-            Err(e) if attempt < ATTEMPTS && may_be_a_race(&e) => {
-                attempt += 1;
-                std::thread::sleep(PAUSE);
-            }
-            result => return result,
+        let outcome = read_once(dir, &cache);
+        let race = match &outcome {
+            Ok(Attempt::Moved(_)) => true,
+            Err(e) => may_be_a_race(e),
+            Ok(Attempt::Read(..)) => false,
+        };
+        if !race || attempt == ATTEMPTS {
+            return match outcome? {
+                Attempt::Read(version, sequence) => Ok((version, sequence)),
+                Attempt::Moved(manifest) => Err(Error::io(
+                    &manifest,
+                    std::io::Error::new(
+                        std::io::ErrorKind::ResourceBusy,
+                        format!("the store changed during each of {ATTEMPTS} attempts to read it"),
+                    ),
+                )),
+            };
         }
+        attempt += 1;
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(MAX_PAUSE);
     }
+}
+
+/// What one attempt read.
+enum Attempt {
+    /// The store as the manifest read at the start describes it.
+    Read(Version, u64),
+    /// The manifest (this one) changed while the attempt read: what it read
+    /// may mix two moments of the store.
+    Moved(PathBuf),
+}
+
+/// Which manifest `CURRENT` names and how long it is: a writer changes one
+/// or the other with every version it records.
+fn manifest_mark(dir: &Path) -> Result<(PathBuf, u64)> {
+    let path = manifest::live_manifest(dir)?;
+    let len = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len();
+    Ok((path, len))
 }
 
 /// Whether a writer moving the store on could have caused the error: a file
@@ -67,8 +117,11 @@ fn may_be_a_race(e: &Error) -> bool {
         || matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
 }
 
-fn read_once(dir: &Path, cache: &BlockCache) -> Result<(Version, u64)> {
-    let state = read_manifest(dir)?;
+fn read_once(dir: &Path, cache: &BlockCache) -> Result<Attempt> {
+    let start = manifest_mark(dir)?;
+    let state = read_manifest(&start.0)?;
+    #[cfg(test)]
+    hook::run(dir);
     let mut replayed = replay::replay_logs(dir, &state, false)?;
     let mut families = std::collections::BTreeMap::new();
     for family in state.families.values() {
@@ -82,21 +135,66 @@ fn read_once(dir: &Path, cache: &BlockCache) -> Result<(Version, u64)> {
         by_name: families.values().map(|f| (f.name.clone(), f.id)).collect(),
         families,
     };
-    Ok((version, replayed.last_seq))
+    // A changed manifest matters only if the writer may have deleted a
+    // segment this attempt needed before it listed the segments. Segments go
+    // oldest first, so that happened if and only if the oldest one it needed
+    // was not there (see the module documentation).
+    let needed = state.oldest_log_needed();
+    let listed_needed = needed.is_none_or(|n| replayed.segments.contains(&n));
+    if !listed_needed && manifest_mark(dir)? != start {
+        return Ok(Attempt::Moved(start.0));
+    }
+    Ok(Attempt::Read(version, replayed.last_seq))
 }
 
-/// Replays the manifest `CURRENT` names, without opening it for appending.
-fn read_manifest(dir: &Path) -> Result<ManifestState> {
-    let path = manifest::live_manifest(dir)?;
-    let contents = log::read_log(&path, ReadMode::Strict { may_end_torn: true })?;
+/// Replays the manifest at `path`, without opening it for appending.
+fn read_manifest(path: &Path) -> Result<ManifestState> {
+    let contents = log::read_log(path, ReadMode::Strict { may_end_torn: true })?;
     if contents.records.is_empty() {
-        return Err(Error::corruption(&path, 0, "the manifest holds no records"));
+        return Err(Error::corruption(path, 0, "the manifest holds no records"));
     }
     let mut state = ManifestState::default();
     for (offset, payload) in &contents.records {
-        manifest::apply_record(&mut state, &path, *offset, payload)?;
+        manifest::apply_record(&mut state, path, *offset, payload)?;
     }
     Ok(state)
+}
+
+/// A point where a unit test runs code in a read-only open of a given
+/// folder, after the open read the manifest and before it reads the log (see
+/// `store::hooks` for why tests need such points).
+#[cfg(test)]
+pub(crate) mod hook {
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    use parking_lot::Mutex;
+
+    type Callback = Arc<dyn Fn() + Send + Sync>;
+
+    static CALLBACKS: Mutex<Vec<(PathBuf, Callback)>> = Mutex::new(Vec::new());
+
+    /// Runs `callback` each time a read-only open of `dir` has read the manifest.
+    pub(crate) fn set(dir: &Path, callback: impl Fn() + Send + Sync + 'static) {
+        CALLBACKS.lock().push((dir.to_path_buf(), Arc::new(callback)));
+    }
+
+    /// Forgets the callbacks of `dir`.
+    pub(crate) fn clear(dir: &Path) {
+        CALLBACKS.lock().retain(|(d, _)| d != dir);
+    }
+
+    pub(super) fn run(dir: &Path) {
+        let callbacks: Vec<Callback> = CALLBACKS
+            .lock()
+            .iter()
+            .filter(|(d, _)| d == dir)
+            .map(|(_, c)| c.clone())
+            .collect();
+        for callback in callbacks {
+            callback();
+        }
+    }
 }
 
 /// One family with the table files the manifest lists, under their name or,

@@ -246,3 +246,42 @@ fn a_compaction_interrupted_by_close_installs_nothing_and_leaves_no_file() -> Te
     assert_eq!(value(&store, "row04999")?.as_deref(), Some(&b"1"[..]));
     Ok(())
 }
+
+/// A read-only open reads the manifest, then the log. A flush in between
+/// (rotation to an empty segment, the memtable to a table, the manifest
+/// edit, the old segment deleted) left it a log that replays cleanly but
+/// lacks the flushed rows, and a manifest that lists no table holding them:
+/// the open returned a store without rows the writer had acknowledged long
+/// before. The open now sees that the manifest changed while it read, and
+/// starts again.
+#[test]
+fn a_read_only_open_racing_a_flush_that_deletes_its_log_segment_retries() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Arc::new(Store::open(dir.path(), StoreOptions::default().family("a"))?);
+    for i in 0..10 {
+        store.put("a", format!("r{i}"), "c", "v")?;
+    }
+    let flushes = Arc::new(AtomicUsize::new(0));
+    {
+        let (store, flushes) = (store.clone(), flushes.clone());
+        crate::recovery::read_only::hook::set(dir.path(), move || {
+            if flushes.fetch_add(1, Ordering::SeqCst) == 0 {
+                store
+                    .flush()
+                    .expect("the flush between the reader's manifest and its log");
+            }
+        });
+    }
+    let reader = crate::ReadOnlyStore::open(dir.path());
+    crate::recovery::read_only::hook::clear(dir.path());
+    let reader = reader?;
+    let rows = reader.snapshot().scan("a", &crate::RowRange::all())?.count();
+    assert_eq!(rows, 10, "every row was acknowledged before the open began");
+    assert_eq!(reader.tables().len(), 1);
+    assert_eq!(
+        flushes.load(Ordering::SeqCst),
+        2,
+        "the flush ran, then the open started again"
+    );
+    Ok(())
+}
