@@ -23,6 +23,11 @@
 //! removal. Files are compared by path as spelled: watch the folder the
 //! store is given (or one above it).
 //!
+//! [`Watch::crash_after_every_call`] makes such a copy after every call an
+//! operation makes, so a test can open the store as a crash at each step of
+//! it would leave it; [`Crash::Kill`] copies what a killed process leaves
+//! instead (every byte written, synced or not).
+//!
 //! Files under the folder when `watch` is called count as durable. A file
 //! not created through `cellar_fs` (the `LOCK` file, say) counts as durable
 //! at whatever length it has.
@@ -54,12 +59,34 @@ struct Journal {
     /// synced, with what they held at their last sync: a power loss
     /// brings them back.
     ghosts: BTreeMap<PathBuf, Vec<u8>>,
+    /// Watched folders imaged after every call (see [`Watch::crash_after_every_call`]).
+    recordings: Vec<Recording>,
+}
+
+/// A watched folder imaged after every call on a path under it.
+#[derive(Debug)]
+struct Recording {
+    watched: PathBuf,
+    into: PathBuf,
+    crash: Crash,
+    images: usize,
+}
+
+/// What a crash leaves of a folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crash {
+    /// Power fails: the disk keeps what was synced (the module's rules).
+    PowerLoss,
+    /// The process is killed: the kernel keeps every byte written and every
+    /// name made, synced or not.
+    Kill,
 }
 
 static JOURNAL: Mutex<Journal> = Mutex::new(Journal {
     watched: Vec::new(),
     files: BTreeMap::new(),
     ghosts: BTreeMap::new(),
+    recordings: Vec::new(),
 });
 
 fn lock() -> MutexGuard<'static, Journal> {
@@ -108,32 +135,49 @@ impl Watch {
     /// Copies the watched folder to `into` (which must not exist) as a
     /// disk would hold it if power failed now. The original is untouched.
     pub fn power_loss(&self, into: &Path) -> io::Result<()> {
-        let journal = lock();
-        copy_tree(&self.dir, into)?;
-        let in_copy = |path: &Path| path.strip_prefix(&self.dir).ok().map(|rel| into.join(rel));
-        // Names first: a lost folder takes what it holds with it.
-        for (path, state) in &journal.files {
-            let Some(target) = in_copy(path) else { continue };
-            let result = if !state.durable_name {
-                if state.is_dir {
-                    std::fs::remove_dir_all(&target)
-                } else {
-                    std::fs::remove_file(&target)
-                }
-            } else if !state.is_dir {
-                cut_to(&target, state.synced_len)
+        self.crash(into, Crash::PowerLoss)
+    }
+
+    /// Copies the watched folder to `into` (which must not exist) as `crash`
+    /// would leave it now. The original is untouched.
+    pub fn crash(&self, into: &Path, crash: Crash) -> io::Result<()> {
+        lock().image(&self.dir, into, crash)
+    }
+
+    /// From now on, after every create, sync, rename and removal under the
+    /// watched folder, copies the folder as `crash` would leave it at that
+    /// instant into `into/000000`, `into/000001`, ... (`into` must exist).
+    /// Between two such calls the disk's durable state does not change, so
+    /// with [`Crash::PowerLoss`] the images are every state a power cut
+    /// during the run could leave. Returns nothing until
+    /// [`Watch::stop_crashing`].
+    pub fn crash_after_every_call(&self, into: &Path, crash: Crash) {
+        lock().recordings.push(Recording {
+            watched: self.dir.clone(),
+            into: into.to_path_buf(),
+            crash,
+            images: 0,
+        });
+    }
+
+    /// Stops [`Watch::crash_after_every_call`]; returns the images made, in
+    /// order, or the first error making one.
+    pub fn stop_crashing(&self) -> io::Result<Vec<PathBuf>> {
+        let mut journal = lock();
+        let mut images = Vec::new();
+        let mut kept = Vec::new();
+        for recording in journal.recordings.drain(..) {
+            if recording.watched == self.dir {
+                images.extend((0..recording.images).map(|n| recording.into.join(format!("{n:06}"))));
             } else {
-                Ok(())
-            };
-            ignore_not_found(result)?;
-        }
-        for (path, contents) in &journal.ghosts {
-            let Some(target) = in_copy(path) else { continue };
-            if target.parent().is_some_and(Path::is_dir) {
-                std::fs::write(&target, contents)?;
+                kept.push(recording);
             }
         }
-        Ok(())
+        journal.recordings = kept;
+        if let Some(failed) = images.iter().find(|p| !p.is_dir()) {
+            return Err(io::Error::other(format!("image {} was not made", failed.display())));
+        }
+        Ok(images)
     }
 }
 
@@ -148,6 +192,53 @@ impl Drop for Watch {
 }
 
 impl Journal {
+    /// Copies `watched` to `into` as `crash` would leave it now.
+    fn image(&self, watched: &Path, into: &Path, crash: Crash) -> io::Result<()> {
+        copy_tree(watched, into)?;
+        if crash == Crash::Kill {
+            return Ok(());
+        }
+        let in_copy = |path: &Path| path.strip_prefix(watched).ok().map(|rel| into.join(rel));
+        // Names first: a lost folder takes what it holds with it.
+        for (path, state) in &self.files {
+            let Some(target) = in_copy(path) else { continue };
+            let result = if !state.durable_name {
+                if state.is_dir {
+                    std::fs::remove_dir_all(&target)
+                } else {
+                    std::fs::remove_file(&target)
+                }
+            } else if !state.is_dir {
+                cut_to(&target, state.synced_len)
+            } else {
+                Ok(())
+            };
+            ignore_not_found(result)?;
+        }
+        for (path, contents) in &self.ghosts {
+            let Some(target) = in_copy(path) else { continue };
+            if target.parent().is_some_and(Path::is_dir) {
+                std::fs::write(&target, contents)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the images the recordings of `path`'s folder ask for. A failure
+    /// leaves a gap in the numbering, which `stop_crashing` reports: the
+    /// call that was recorded must not fail for it.
+    fn after_call(&mut self, path: &Path) {
+        let mut recordings = std::mem::take(&mut self.recordings);
+        for recording in &mut recordings {
+            if path.starts_with(&recording.watched) {
+                let into = recording.into.join(format!("{:06}", recording.images));
+                recording.images += 1;
+                let _ = self.image(&recording.watched, &into, recording.crash);
+            }
+        }
+        self.recordings = recordings;
+    }
+
     /// Whether `path`'s name would survive a power loss now.
     fn durable_name(&self, path: &Path) -> bool {
         match self.files.get(path) {
@@ -256,56 +347,88 @@ static POWER_LOSS_FS: PowerLossFs = PowerLossFs;
 impl FileSystem for PowerLossFs {
     fn create_new(&self, path: &Path) -> io::Result<File> {
         match journal_for(path) {
-            Some(mut journal) => journal.create(path, true),
+            Some(mut journal) => {
+                let result = journal.create(path, true);
+                journal.after_call(path);
+                result
+            }
             None => Os.create_new(path),
         }
     }
 
     fn create(&self, path: &Path) -> io::Result<File> {
         match journal_for(path) {
-            Some(mut journal) => journal.create(path, false),
+            Some(mut journal) => {
+                let result = journal.create(path, false);
+                journal.after_call(path);
+                result
+            }
             None => Os.create(path),
         }
     }
 
     fn sync_data(&self, file: &File, path: &Path) -> io::Result<()> {
         match journal_for(path) {
-            Some(mut journal) => journal.sync(file, path, || Os.sync_data(file, path)),
+            Some(mut journal) => {
+                let result = journal.sync(file, path, || Os.sync_data(file, path));
+                journal.after_call(path);
+                result
+            }
             None => Os.sync_data(file, path),
         }
     }
 
     fn sync_all(&self, file: &File, path: &Path) -> io::Result<()> {
         match journal_for(path) {
-            Some(mut journal) => journal.sync(file, path, || Os.sync_all(file, path)),
+            Some(mut journal) => {
+                let result = journal.sync(file, path, || Os.sync_all(file, path));
+                journal.after_call(path);
+                result
+            }
             None => Os.sync_all(file, path),
         }
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         match journal_for(dir) {
-            Some(mut journal) => journal.sync_dir(dir),
+            Some(mut journal) => {
+                let result = journal.sync_dir(dir);
+                journal.after_call(dir);
+                result
+            }
             None => Os.sync_dir(dir),
         }
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         match journal_for(to) {
-            Some(mut journal) => journal.rename(from, to),
+            Some(mut journal) => {
+                let result = journal.rename(from, to);
+                journal.after_call(to);
+                result
+            }
             None => Os.rename(from, to),
         }
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         match journal_for(path) {
-            Some(mut journal) => journal.remove(path),
+            Some(mut journal) => {
+                let result = journal.remove(path);
+                journal.after_call(path);
+                result
+            }
             None => Os.remove(path),
         }
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
         match journal_for(path) {
-            Some(mut journal) => journal.create_dir(path),
+            Some(mut journal) => {
+                let result = journal.create_dir(path);
+                journal.after_call(path);
+                result
+            }
             None => Os.create_dir(path),
         }
     }
@@ -412,6 +535,42 @@ mod tests {
         assert_eq!(std::fs::read(root.path().join("after/CURRENT"))?, b"new");
         assert!(!root.path().join("after/obsolete").exists());
         assert!(!root.path().join("after/CURRENT.tmp").exists());
+        Ok(())
+    }
+
+    #[test]
+    fn crashing_after_every_call_images_each_durable_state_in_order() -> TestResult {
+        let root = tempfile::tempdir()?;
+        let dir = root.path().join("watched");
+        std::fs::create_dir(&dir)?;
+        let images = root.path().join("images");
+        std::fs::create_dir(&images)?;
+        let watch = watch(&dir)?;
+        watch.crash_after_every_call(&images, Crash::PowerLoss);
+        let path = dir.join("file");
+        let mut file = cellar_fs::create_new(&path)?; // image 0: the name is not durable
+        write(&mut file, b"data")?;
+        cellar_fs::sync_data(&file, &path)?; // image 1: nor is it now
+        cellar_fs::sync_dir(&dir)?; // image 2: name and data durable
+        cellar_fs::remove(&path)?; // image 3: the removal is not durable
+        cellar_fs::sync_dir(&dir)?; // image 4: it is
+        let made = watch.stop_crashing()?;
+        cellar_fs::sync_dir(&dir)?; // no longer recorded
+        let names: Vec<String> = made
+            .iter()
+            .map(|p| {
+                p.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(names, ["000000", "000001", "000002", "000003", "000004"]);
+        let held = |n: usize| std::fs::read(made[n].join("file")).ok();
+        assert_eq!(held(0), None);
+        assert_eq!(held(1), None);
+        assert_eq!(held(2).as_deref(), Some(&b"data"[..]));
+        assert_eq!(held(3).as_deref(), Some(&b"data"[..]));
+        assert_eq!(held(4), None);
         Ok(())
     }
 

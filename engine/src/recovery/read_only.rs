@@ -160,6 +160,41 @@ fn read_manifest(path: &Path) -> Result<ManifestState> {
     Ok(state)
 }
 
+/// One family with the table files the manifest lists, under their name or,
+/// if the writer has not renamed them yet, their pending name.
+fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache) -> Result<FamilyVersion> {
+    let family_dir = dir.join(&family.name);
+    let options = FamilyOptions::decode(&family.options).ok_or_else(|| {
+        Error::corruption(
+            &family_dir,
+            0,
+            format!("family {:?} has options that do not decode", family.name),
+        )
+    })?;
+    let mut tables = Vec::new();
+    for meta in &family.tables {
+        let listed = table_path(&family_dir, meta.file_id);
+        let path = if listed.exists() {
+            listed
+        } else {
+            pending_path(&family_dir, meta.file_id)
+        };
+        let table = Table::open_with_cache(&path, cache)?;
+        tables.push(Arc::new(TableFile::new(meta.clone(), table, path)));
+    }
+    FamilyVersion::order_tables(&mut tables);
+    Ok(FamilyVersion {
+        id: family.id,
+        name: family.name.clone(),
+        options: Arc::new(options),
+        dir: family_dir,
+        active: Arc::new(Memtable::new()),
+        frozen: Vec::new(),
+        tables,
+        counters: Arc::new(FamilyCounters::default()),
+    })
+}
+
 /// A point where a unit test runs code in a read-only open of a given
 /// folder, after the open read the manifest and before it reads the log (see
 /// `store::hooks` for why tests need such points).
@@ -195,39 +230,4 @@ pub(crate) mod hook {
             callback();
         }
     }
-}
-
-/// One family with the table files the manifest lists, under their name or,
-/// if the writer has not renamed them yet, their pending name.
-fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache) -> Result<FamilyVersion> {
-    let family_dir = dir.join(&family.name);
-    let options = FamilyOptions::decode(&family.options).ok_or_else(|| {
-        Error::corruption(
-            &family_dir,
-            0,
-            format!("family {:?} has options that do not decode", family.name),
-        )
-    })?;
-    let mut tables = Vec::new();
-    for meta in &family.tables {
-        let listed = table_path(&family_dir, meta.file_id);
-        let path = if listed.exists() {
-            listed
-        } else {
-            pending_path(&family_dir, meta.file_id)
-        };
-        let table = Table::open_with_cache(&path, cache)?;
-        tables.push(Arc::new(TableFile::new(meta.clone(), table, path)));
-    }
-    FamilyVersion::order_tables(&mut tables);
-    Ok(FamilyVersion {
-        id: family.id,
-        name: family.name.clone(),
-        options: Arc::new(options),
-        dir: family_dir,
-        active: Arc::new(Memtable::new()),
-        frozen: Vec::new(),
-        tables,
-        counters: Arc::new(FamilyCounters::default()),
-    })
 }

@@ -1,0 +1,349 @@
+//! Crashes at every step of a family drop, truncate and alter, and of a
+//! compaction of compressed tables.
+//!
+//! The testkit's fault journal images the store folder after *every* file
+//! system call the operation makes (create, sync, rename, removal), as a
+//! power cut (`Crash::PowerLoss`: what was synced) and as a killed process
+//! (`Crash::Kill`: every byte the kernel has) would leave it. Between two
+//! calls the disk's durable state does not change, so the images are every
+//! state a crash during the operation can leave. Each image must open (a
+//! crash is not damage), and must hold:
+//!
+//! - everything acknowledged in the families the operation does not touch;
+//! - for a **drop**, the family whole, or gone; once gone in one image, gone
+//!   in every later one, and gone after the drop returned;
+//! - for a **truncate**, the family whole, or empty, or holding only what
+//!   was written after the truncate; never going back;
+//! - for an **alter**, every cell, with the old or the new options, never
+//!   going back;
+//! - for a **compaction**, every cell.
+//!
+//! Each image is opened twice: recovery writes (it flushes the log, records
+//! a new segment, deletes leftovers), and what it wrote must hold the same
+//! answer, so no dropped family or truncated cell comes back on the second
+//! open.
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test may panic on a broken invariant: that is a failed test"
+)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cellar_engine::{Compression, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy};
+use cellar_testkit::fault::{self, Crash};
+
+/// `(row, value)` of column `c` in one family.
+type Rows = BTreeMap<String, String>;
+
+/// The family the operations change, and the one they must leave alone.
+const TARGET: &str = "target";
+const BYSTANDER: &str = "bystander";
+
+fn family(compression: Compression) -> FamilyOptions {
+    FamilyOptions::default()
+        .compression(compression)
+        .block_size(256)
+        .compaction_trigger(0)
+}
+
+/// Both families declared, compressed (LZ4 and Zstandard), synced writes.
+fn options() -> StoreOptions {
+    StoreOptions::default()
+        .sync(SyncPolicy::Always)
+        .family_with(TARGET, family(Compression::Lz4))
+        .family_with(BYSTANDER, family(Compression::Zstd { level: 3 }))
+}
+
+/// How a crash image is reopened: no family declared, so a dropped one is
+/// not created again by the open itself.
+fn reopen_options() -> StoreOptions {
+    StoreOptions::default().sync(SyncPolicy::Always)
+}
+
+fn value(family: &str, i: usize) -> String {
+    format!("{family}-{i}-{}", "compressible ".repeat(4))
+}
+
+/// Writes rows 0..40 of each family: three flushed tables and ten rows
+/// only in the log. Returns what each family holds.
+fn fill(store: &Store) -> BTreeMap<String, Rows> {
+    let mut held = BTreeMap::new();
+    for family in [TARGET, BYSTANDER] {
+        let rows: &mut Rows = held.entry(family.to_string()).or_default();
+        for i in 0..40 {
+            store
+                .put_at(family, format!("r{i:03}"), "c", 1, value(family, i))
+                .unwrap();
+            rows.insert(format!("r{i:03}"), value(family, i));
+            if i % 10 == 9 && i < 30 {
+                store.flush_family(family).unwrap();
+            }
+        }
+    }
+    held
+}
+
+/// What a family holds, or `None` if the store has no such family.
+fn rows_of(store: &Store, family: &str) -> Option<Rows> {
+    if !store.families().iter().any(|f| f == family) {
+        return None;
+    }
+    let mut rows = Rows::new();
+    for row in store.scan(family, &RowRange::all()).unwrap() {
+        let row = row.unwrap();
+        assert_eq!(row.cells.len(), 1);
+        rows.insert(
+            String::from_utf8_lossy(&row.key).into_owned(),
+            String::from_utf8_lossy(&row.cells[0].value).into_owned(),
+        );
+    }
+    Some(rows)
+}
+
+/// One crash image, opened: what the target family holds, its compression,
+/// after checking the bystander holds `bystander`. Opened twice; both opens
+/// must agree.
+fn open_image(image: &Path, bystander: &Rows) -> (Option<Rows>, Option<Compression>) {
+    let mut answers = Vec::new();
+    for open in ["first", "second"] {
+        let store = Store::open(image.join("store"), reopen_options())
+            .unwrap_or_else(|e| panic!("{}: the {open} open of a crash image failed: {e}", image.display()));
+        assert_eq!(
+            rows_of(&store, BYSTANDER).as_ref(),
+            Some(bystander),
+            "{}: the {open} open: the bystander family changed",
+            image.display()
+        );
+        store
+            .verify()
+            .unwrap_or_else(|e| panic!("{}: verify: {e}", image.display()));
+        let compression = store.family_options(TARGET).ok().map(|o| o.compression);
+        answers.push((rows_of(&store, TARGET), compression));
+    }
+    assert_eq!(
+        answers[0],
+        answers[1],
+        "{}: a second open changed what the first recovered",
+        image.display()
+    );
+    answers.swap_remove(0)
+}
+
+/// A store filled by `fill` under `root/disk/store`, watched; `operate`
+/// runs with an image made before it, after every file system call it
+/// makes, and after it returned. Returns the images in order, what `fill`
+/// wrote, and what `operate` returned.
+fn crash_during(
+    root: &Path,
+    crash: Crash,
+    operate: impl FnOnce(&Store) -> Rows,
+) -> (Vec<PathBuf>, BTreeMap<String, Rows>, Rows) {
+    let disk = root.join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let watch = fault::watch(&disk).unwrap();
+    let store = Store::open(disk.join("store"), options()).unwrap();
+    let written = fill(&store);
+    let images = root.join("images");
+    std::fs::create_dir(&images).unwrap();
+    let before = root.join("before");
+    watch.crash(&before, crash).unwrap();
+    watch.crash_after_every_call(&images, crash);
+    let after = operate(&store);
+    let mut made = vec![before];
+    made.extend(watch.stop_crashing().unwrap());
+    let last = root.join("returned");
+    watch.crash(&last, crash).unwrap();
+    made.push(last);
+    drop(store);
+    assert!(
+        made.len() > 3,
+        "the operation made {} file system calls",
+        made.len() - 1
+    );
+    (made, written, after)
+}
+
+/// The states an image may show, in the order they must come.
+fn stage(
+    images: &[PathBuf],
+    bystander: &Rows,
+    classify: impl Fn(&Path, Option<Rows>, Option<Compression>) -> usize,
+) -> Vec<usize> {
+    let stages: Vec<usize> = images
+        .iter()
+        .map(|image| {
+            let (rows, compression) = open_image(image, bystander);
+            classify(image, rows, compression)
+        })
+        .collect();
+    for pair in stages.windows(2) {
+        assert!(
+            pair[0] <= pair[1],
+            "a later crash went back to an earlier state: {stages:?}"
+        );
+    }
+    stages
+}
+
+const CRASHES: [Crash; 2] = [Crash::PowerLoss, Crash::Kill];
+
+#[test]
+fn a_crash_at_any_step_of_a_drop_leaves_the_family_whole_or_gone_for_good() {
+    for crash in CRASHES {
+        let root = tempfile::tempdir().unwrap();
+        let (images, written, _) = crash_during(root.path(), crash, |store| {
+            store.drop_family(TARGET).unwrap();
+            Rows::new()
+        });
+        let stages = stage(&images, &written[BYSTANDER], |image, rows, _| match rows {
+            Some(rows) if rows == written[TARGET] => 0,
+            None => 1,
+            Some(rows) => panic!("{crash:?} {}: the family holds {} rows", image.display(), rows.len()),
+        });
+        assert_eq!(
+            stages.last(),
+            Some(&1),
+            "{crash:?}: the drop returned, so it is durable: {stages:?}"
+        );
+        println!("{crash:?}: {} images of a drop: {stages:?}", images.len());
+    }
+}
+
+#[test]
+fn a_crash_at_any_step_of_a_truncate_never_brings_a_truncated_cell_back() {
+    for crash in CRASHES {
+        let root = tempfile::tempdir().unwrap();
+        let (images, written, after) = crash_during(root.path(), crash, |store| {
+            store.truncate_family(TARGET).unwrap();
+            let mut after = Rows::new();
+            for i in 100..103 {
+                store
+                    .put_at(TARGET, format!("r{i:03}"), "c", 2, value(TARGET, i))
+                    .unwrap();
+                after.insert(format!("r{i:03}"), value(TARGET, i));
+            }
+            store.flush_family(TARGET).unwrap();
+            after
+        });
+        let stages = stage(&images, &written[BYSTANDER], |image, rows, compression| {
+            let rows = rows.unwrap_or_else(|| panic!("{crash:?} {}: the family is gone", image.display()));
+            assert_eq!(compression, Some(Compression::Lz4), "a truncate keeps the options");
+            if rows == written[TARGET] {
+                return 0;
+            }
+            // After the truncate: a prefix of the writes after it, and nothing from before.
+            let prefix = after
+                .iter()
+                .take(rows.len())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Rows>();
+            assert_eq!(
+                rows,
+                prefix,
+                "{crash:?} {}: a truncated cell came back",
+                image.display()
+            );
+            1 + rows.len()
+        });
+        assert_eq!(
+            (stages.first(), stages.last()),
+            (Some(&0), Some(&(1 + after.len()))),
+            "{crash:?}: {stages:?}"
+        );
+        println!(
+            "{crash:?}: {} images of a truncate and writes: {stages:?}",
+            images.len()
+        );
+    }
+}
+
+#[test]
+fn a_crash_at_any_step_of_an_alter_and_the_compaction_after_it_keeps_every_cell() {
+    for crash in CRASHES {
+        let root = tempfile::tempdir().unwrap();
+        let zstd = Compression::Zstd { level: 5 };
+        let (images, written, _) = crash_during(root.path(), crash, |store| {
+            store.alter_family(TARGET, family(zstd)).unwrap();
+            store.flush_family(TARGET).unwrap();
+            store.compact(TARGET).unwrap();
+            Rows::new()
+        });
+        let stages = stage(&images, &written[BYSTANDER], |image, rows, compression| {
+            assert_eq!(
+                rows.as_ref(),
+                Some(&written[TARGET]),
+                "{crash:?} {}: cells changed",
+                image.display()
+            );
+            match compression {
+                Some(Compression::Lz4) => 0,
+                Some(c) if c == zstd => 1,
+                other => panic!("{crash:?} {}: compression {other:?}", image.display()),
+            }
+        });
+        assert_eq!(
+            (stages.first(), stages.last()),
+            (Some(&0), Some(&1)),
+            "{crash:?}: {stages:?}"
+        );
+        println!(
+            "{crash:?}: {} images of an alter and a compaction: {stages:?}",
+            images.len()
+        );
+    }
+}
+
+#[test]
+fn a_crash_at_any_step_of_a_compaction_of_compressed_tables_keeps_every_cell() {
+    for crash in CRASHES {
+        let root = tempfile::tempdir().unwrap();
+        let (images, written, _) = crash_during(root.path(), crash, |store| {
+            // Overwrites and deletions, so the compaction drops versions.
+            for i in 0..20 {
+                store
+                    .put_at(BYSTANDER, format!("r{i:03}"), "c", 1, "older, same timestamp")
+                    .unwrap();
+            }
+            store.flush_family(BYSTANDER).unwrap();
+            store.compact(TARGET).unwrap();
+            Rows::new()
+        });
+        let mut bystander = written[BYSTANDER].clone();
+        let rewritten: Rows = (0..20)
+            .map(|i| (format!("r{i:03}"), "older, same timestamp".to_string()))
+            .collect();
+        // The bystander's rewrites are acknowledged one by one; each image
+        // holds a prefix of them, and the target whole.
+        let mut stages = Vec::new();
+        for image in &images {
+            let store = Store::open(image.join("store"), reopen_options())
+                .unwrap_or_else(|e| panic!("{}: {e}", image.display()));
+            assert_eq!(
+                rows_of(&store, TARGET).as_ref(),
+                Some(&written[TARGET]),
+                "{crash:?} {}",
+                image.display()
+            );
+            let held = rows_of(&store, BYSTANDER).unwrap();
+            let changed = rewritten.keys().filter(|k| held[*k] == rewritten[*k]).count();
+            for (k, v) in rewritten.iter().take(changed) {
+                bystander.insert(k.clone(), v.clone());
+            }
+            assert_eq!(
+                held,
+                bystander,
+                "{crash:?} {}: not a prefix of the rewrites",
+                image.display()
+            );
+            bystander = written[BYSTANDER].clone();
+            store.verify().unwrap();
+            stages.push(changed);
+        }
+        for pair in stages.windows(2) {
+            assert!(pair[0] <= pair[1], "{crash:?}: {stages:?}");
+        }
+        assert_eq!((stages.first(), stages.last()), (Some(&0), Some(&20)));
+        println!("{crash:?}: {} images of a compaction: {stages:?}", images.len());
+    }
+}
