@@ -27,8 +27,8 @@ use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use cellar_engine::{Error, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
-use cellar_sstable::{BlockKind, Table, FOOTER_LEN, FORMAT_VERSION};
+use cellar_engine::{Compression, Error, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
+use cellar_sstable::{BlockKind, Codec, Table, FOOTER_LEN, FORMAT_VERSION};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 type Model = BTreeMap<String, String>;
@@ -196,8 +196,8 @@ fn read_everything(store: &Store, model: &Model, damaged: &Path, case: &str) -> 
 /// Damage of a table file: the store refuses to open with a corruption of the
 /// table, or opens, and then reads (or at least `verify`) report the
 /// corruption, and every value read is right.
-fn expect_table_damage_detected(dir: &Path, model: &Model, table: &Path, case: &str) {
-    match Store::open(dir, options(table_family())) {
+fn expect_table_damage_detected(dir: &Path, family: &FamilyOptions, model: &Model, table: &Path, case: &str) {
+    match Store::open(dir, options(family.clone())) {
         Err(e) => assert!(
             is_corruption_of(&e, table),
             "{case}: open gave {e}, not a corruption of {}",
@@ -220,11 +220,20 @@ fn expect_table_damage_detected(dir: &Path, model: &Model, table: &Path, case: &
 
 // --------------------------------------------------------------- fixtures
 
+/// The table fixture's family, its data blocks stored raw, as LZ4 blocks and
+/// as Zstandard frames: damage must be caught before a decompressor sees it.
+fn table_families() -> Vec<FamilyOptions> {
+    [Compression::None, Compression::Lz4, Compression::Zstd { level: 3 }]
+        .into_iter()
+        .map(|c| table_family().compression(c))
+        .collect()
+}
+
 /// A store whose family holds one flushed table of 300 rows (many data
 /// blocks, a filter, properties, an index). Returns the model and the table's
 /// path relative to the store folder.
-fn table_store(dir: &Path) -> (Model, PathBuf) {
-    let store = Store::open(dir, options(table_family())).unwrap();
+fn table_store(dir: &Path, family: &FamilyOptions) -> (Model, PathBuf) {
+    let store = Store::open(dir, options(family.clone())).unwrap();
     let mut model = Model::new();
     for i in 0..300 {
         store.put_at(FAMILY, row(i), "c", 1, value(i)).unwrap();
@@ -250,11 +259,26 @@ fn on_a_copy(pristine: &Path, damage: impl FnOnce(&Path), check: impl FnOnce(&Pa
 
 #[test]
 fn damaged_table_blocks_are_reported_as_corruption_of_the_table() -> TestResult {
+    for family in table_families() {
+        damaged_table_blocks_are_reported_as_corruption_of_the_table_with(family)?;
+    }
+    Ok(())
+}
+
+fn damaged_table_blocks_are_reported_as_corruption_of_the_table_with(family: FamilyOptions) -> TestResult {
     let pristine = tempfile::tempdir()?;
-    let (model, relative) = table_store(pristine.path());
+    let (model, relative) = table_store(pristine.path(), &family);
     let blocks = Table::open(&pristine.path().join(&relative))?.blocks()?;
     let data_blocks = blocks.iter().filter(|b| b.kind == BlockKind::Data).count();
     assert!(data_blocks > 5, "the fixture has many data blocks ({data_blocks})");
+    let compressed = blocks.iter().filter(|b| b.codec != Codec::None).count();
+    if family.compression != Compression::None {
+        assert!(
+            compressed > data_blocks / 2,
+            "{:?}: {compressed} of {data_blocks} data blocks stored compressed",
+            family.compression
+        );
+    }
     for kind in [
         BlockKind::Data,
         BlockKind::Filter,
@@ -274,11 +298,14 @@ fn damaged_table_blocks_are_reported_as_corruption_of_the_table() -> TestResult 
                 ("trailer kind", handle.offset + handle.size),
                 ("trailer crc", handle.offset + handle.size + 3),
             ] {
-                let case = format!("{kind:?} block {pick} at {}: {what} flipped", handle.offset);
+                let case = format!(
+                    "{:?}: {kind:?} block {pick} at {}: {what} flipped",
+                    family.compression, handle.offset
+                );
                 on_a_copy(
                     pristine.path(),
                     |dir| flip_byte(&dir.join(&relative), offset),
-                    |dir| expect_table_damage_detected(dir, &model, &dir.join(&relative), &case),
+                    |dir| expect_table_damage_detected(dir, &family, &model, &dir.join(&relative), &case),
                 );
             }
         }
@@ -288,8 +315,15 @@ fn damaged_table_blocks_are_reported_as_corruption_of_the_table() -> TestResult 
 
 #[test]
 fn damaged_table_footer_is_corruption_and_a_newer_version_is_unsupported() -> TestResult {
+    for family in table_families() {
+        damaged_table_footer_is_corruption_and_a_newer_version_is_unsupported_with(family)?;
+    }
+    Ok(())
+}
+
+fn damaged_table_footer_is_corruption_and_a_newer_version_is_unsupported_with(family: FamilyOptions) -> TestResult {
     let pristine = tempfile::tempdir()?;
-    let (model, relative) = table_store(pristine.path());
+    let (model, relative) = table_store(pristine.path(), &family);
     let size = len(&pristine.path().join(&relative));
     let footer = size - FOOTER_LEN as u64;
     // Filter, properties and index handles (first byte and zero padding), magic.
@@ -307,14 +341,14 @@ fn damaged_table_footer_is_corruption_and_a_newer_version_is_unsupported() -> Te
         on_a_copy(
             pristine.path(),
             |dir| flip_byte(&dir.join(&relative), offset),
-            |dir| expect_table_damage_detected(dir, &model, &dir.join(&relative), &case),
+            |dir| expect_table_damage_detected(dir, &family, &model, &dir.join(&relative), &case),
         );
     }
     // Version 0 is not a version: corruption.
     on_a_copy(
         pristine.path(),
         |dir| write_at(&dir.join(&relative), footer + 60, &0u32.to_le_bytes()),
-        |dir| expect_table_damage_detected(dir, &model, &dir.join(&relative), "footer version 0"),
+        |dir| expect_table_damage_detected(dir, &family, &model, &dir.join(&relative), "footer version 0"),
     );
     // A newer version: the store names the file and both versions.
     on_a_copy(
@@ -336,8 +370,15 @@ fn damaged_table_footer_is_corruption_and_a_newer_version_is_unsupported() -> Te
 
 #[test]
 fn truncated_table_is_corruption_of_the_table() -> TestResult {
+    for family in table_families() {
+        truncated_table_is_corruption_of_the_table_with(family)?;
+    }
+    Ok(())
+}
+
+fn truncated_table_is_corruption_of_the_table_with(family: FamilyOptions) -> TestResult {
     let pristine = tempfile::tempdir()?;
-    let (model, relative) = table_store(pristine.path());
+    let (model, relative) = table_store(pristine.path(), &family);
     let size = len(&pristine.path().join(&relative));
     for cut in [
         size - 1,
@@ -352,7 +393,7 @@ fn truncated_table_is_corruption_of_the_table() -> TestResult {
         on_a_copy(
             pristine.path(),
             |dir| truncate(&dir.join(&relative), cut),
-            |dir| expect_table_damage_detected(dir, &model, &dir.join(&relative), &case),
+            |dir| expect_table_damage_detected(dir, &family, &model, &dir.join(&relative), &case),
         );
     }
     Ok(())
@@ -746,5 +787,307 @@ fn salvage_keeps_the_batches_before_the_damage_and_moves_the_rest_to_lost() -> T
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
     assert_eq!(lost, expected);
+    Ok(())
+}
+
+// ------------------------------------- manifest records of family changes
+
+/// The families of the family-change fixture: `f` is left alone, `z` is
+/// altered (to Zstandard: an options record of the version that holds a
+/// compression), `d` is dropped, `t` truncated.
+const ADMIN_FAMILIES: [&str; 4] = ["f", "z", "d", "t"];
+
+fn admin_options() -> StoreOptions {
+    let mut options = StoreOptions::default().sync(SyncPolicy::Always);
+    for family in ADMIN_FAMILIES {
+        options = options.family_with(family, table_family());
+    }
+    options
+}
+
+/// A store whose manifest holds every kind of family change: rows in all
+/// four families, flushed; `z` altered to Zstandard, `d` dropped, `t`
+/// truncated, each its own record; then rows 10..15 of `f`, `z` and `t`,
+/// flushed, so the manifest's last records list tables (their files prove
+/// those records were acknowledged). Returns what the store holds and the
+/// offsets of the alter, drop and truncate records.
+fn admin_manifest_store(dir: &Path) -> (Contents, Vec<u64>) {
+    let store = Store::open(dir, admin_options()).unwrap();
+    let mut held = Contents::new();
+    for family in ADMIN_FAMILIES {
+        for i in 0..10 {
+            store.put_at(family, row(i), "c", 1, value(i)).unwrap();
+            held.insert((family.to_string(), row(i)), value(i));
+        }
+    }
+    store.flush().unwrap();
+    let manifest = manifest_of(dir);
+    let mut admin = Vec::new();
+    let mut record = |change: &dyn Fn(&Store)| {
+        let before = frames(&manifest).len();
+        change(&store);
+        let after = frames(&manifest);
+        assert_eq!(after.len(), before + 1, "one record per family change");
+        admin.push(after[before].0);
+    };
+    record(&|s| {
+        s.alter_family("z", table_family().compression(Compression::Zstd { level: 3 }))
+            .unwrap()
+    });
+    record(&|s| s.drop_family("d").unwrap());
+    record(&|s| s.truncate_family("t").unwrap());
+    held.retain(|(family, _), _| family != "d" && family != "t");
+    for family in ["f", "z", "t"] {
+        for i in 10..15 {
+            store.put_at(family, row(i), "c", 1, value(i)).unwrap();
+            held.insert((family.to_string(), row(i)), value(i));
+        }
+    }
+    store.flush().unwrap();
+    drop(store);
+    assert_eq!(
+        manifest_of(dir),
+        manifest,
+        "no rewrite: the records are where they were"
+    );
+    (held, admin)
+}
+
+/// The store in `dir` opened without declaring a family (so the open adds
+/// none back), checked to hold exactly `expected`. Family `d` may be there
+/// only if `repaired_drop` (repair rebuilt the manifest from a prefix that
+/// ends before the drop's record: nothing left says it was dropped), and
+/// then empty: its cells never come back. Returns whether it was there.
+fn expect_admin_contents(dir: &Path, expected: &Contents, repaired_drop: bool, case: &str) -> bool {
+    let store = Store::open(dir, StoreOptions::default().sync(SyncPolicy::Always))
+        .unwrap_or_else(|e| panic!("{case}: open: {e}"));
+    let mut families = store.families();
+    families.sort();
+    let dropped_back = families.iter().any(|f| f == "d");
+    if dropped_back {
+        assert!(repaired_drop, "{case}: the dropped family came back");
+        assert_eq!(
+            store.scan("d", &RowRange::all()).unwrap().count(),
+            0,
+            "{case}: a dropped cell came back"
+        );
+        families.retain(|f| f != "d");
+    }
+    assert_eq!(families, ["f", "t", "z"], "{case}: a family went");
+    assert!(contents(&store, &["f", "z", "t"]) == *expected, "{case}");
+    dropped_back
+}
+
+/// Every flipped byte and every cut of the records an alter, a drop and a
+/// truncate write (and a flip in each byte of the record after each): the
+/// open fails with a corruption naming the manifest at the first damaged
+/// record, changing nothing; repair brings back every row that is still
+/// in a table, and no dropped or truncated cell. (When the damage took the
+/// drop's own record, repair cannot know of the drop: the family comes
+/// back, empty.)
+#[test]
+fn damage_to_alter_drop_and_truncate_records_is_reported_at_its_record_and_repair_keeps_them_done() -> TestResult {
+    let pristine = scratch();
+    let (held, admin) = admin_manifest_store(pristine.path());
+    expect_admin_contents(pristine.path(), &held, false, "the undamaged fixture");
+    // `expect_admin_contents` opened (and so changed) the fixture: build a fresh one.
+    let pristine = scratch();
+    let (held, admin_again) = admin_manifest_store(pristine.path());
+    assert_eq!(admin, admin_again);
+    let manifest = manifest_of(pristine.path());
+    let records = frames(&manifest);
+    let mut damages = Vec::new();
+    for &offset in &admin {
+        let index = records.iter().position(|r| r.0 == offset).unwrap();
+        let (start, size) = records[index];
+        damages.extend((start..start + size).flat_map(|at| [Damage::Flip(at), Damage::Cut(at)]));
+        let (next, next_size) = records[index + 1];
+        damages.extend((next..next + next_size).map(Damage::Flip));
+    }
+    let mut tally = Tally::default();
+    let mut dropped_back = 0;
+    for damage in damages {
+        let case = format!("manifest with family changes {damage:?}");
+        let copy = scratch();
+        copy_dir(pristine.path(), copy.path());
+        let path = manifest_of(copy.path());
+        damage.apply(&path);
+        let before = file_contents(copy.path());
+        let (record, _) = record_at(&records, damage.at()).unwrap();
+        expect_corruption_at(
+            Store::open(copy.path(), StoreOptions::default().sync(SyncPolicy::Always)),
+            &path,
+            record,
+            &before,
+            copy.path(),
+            &case,
+        );
+        tally.cases += 1;
+        let report = Store::repair(copy.path()).unwrap_or_else(|e| panic!("{case}: repair failed: {e}"));
+        // The drop's record is the second family change; damage at it or
+        // before it leaves repair a manifest that never dropped `d`.
+        let repaired_drop = record <= admin[1];
+        if expect_admin_contents(
+            copy.path(),
+            &held,
+            repaired_drop,
+            &format!("{case}, repaired ({report:?})"),
+        ) {
+            dropped_back += 1;
+        }
+    }
+    println!(
+        "family change records: {} cases of damage, each a corruption at its record; repair after each keeps every row \
+         and no dropped or truncated cell ({dropped_back} bring the dropped family back, empty: the damage took the record \
+         of its drop)",
+        tally.cases
+    );
+    Ok(())
+}
+
+// ------------------------------------------------------------------ CURRENT
+
+/// Every flipped byte and every cut of `CURRENT`: a corruption naming
+/// `CURRENT` at offset 0, nothing changed; repair finds the manifest.
+#[test]
+fn every_damage_to_current_is_corruption_of_current_and_repair_finds_the_manifest() -> TestResult {
+    let pristine = scratch();
+    let written = manifest_store(pristine.path());
+    let current = pristine.path().join("CURRENT");
+    let mut cases = 0;
+    for damage in Damage::all(len(&current)) {
+        let case = format!("CURRENT {damage:?}");
+        let copy = scratch();
+        copy_dir(pristine.path(), copy.path());
+        let path = copy.path().join("CURRENT");
+        damage.apply(&path);
+        let before = file_contents(copy.path());
+        let result = Store::open(copy.path(), options(table_family()));
+        if matches!(damage, Damage::Cut(0)) {
+            // An empty CURRENT: still a store's folder, not a new store.
+            assert!(result.is_err(), "{case}: opened");
+        }
+        expect_corruption_at(result, &path, 0, &before, copy.path(), &case);
+        repair_and_expect(
+            copy.path(),
+            options(table_family()),
+            &[FAMILY],
+            &written,
+            &mut Tally::default(),
+            &case,
+        );
+        cases += 1;
+    }
+    assert_eq!(cases, 2 * len(&current));
+    Ok(())
+}
+
+// ------------------------------------ log records of a dropped family
+
+/// Families of the dropped-family log fixture: `d` is dropped, `l` keeps
+/// everything in the log, `x` is flushed.
+fn dropped_log_options() -> StoreOptions {
+    StoreOptions::default()
+        .sync(SyncPolicy::Always)
+        .family("d")
+        .family("l")
+        .family("x")
+}
+
+/// Batches 0..4 put row i in `d`, `l` and `x`; `d` is dropped; a flush of
+/// `x` moves the log to a second segment, which batches 4..6 (into `l` and
+/// `x`) go to. The older segment, still needed by `l`, holds every write
+/// `d` ever had. Returns the older segment, relative to the store.
+fn dropped_log_store(dir: &Path) -> PathBuf {
+    let store = Store::open(dir, dropped_log_options()).unwrap();
+    for i in 0..6 {
+        let families: &[&str] = if i < 4 { &["d", "l", "x"] } else { &["l", "x"] };
+        let mut batch = WriteBatch::new();
+        for family in families {
+            batch.put_at(family, row(i), "c", 1, format!("{family}-{}", value(i)));
+        }
+        store.write(&batch).unwrap();
+        if i == 3 {
+            store.drop_family("d").unwrap();
+            store.flush_family("x").unwrap();
+        }
+    }
+    drop(store);
+    let segments: Vec<PathBuf> = files_with_suffix(dir, ".log")
+        .into_iter()
+        .filter(|p| len(p) > 0)
+        .collect();
+    assert_eq!(segments.len(), 2, "{segments:?}");
+    assert_eq!(frames(&segments[0]).len(), 4);
+    segments[0].strip_prefix(dir).unwrap().to_path_buf()
+}
+
+/// What the dropped-family fixture holds when batch `lost` of the older
+/// segment is lost (`None`: nothing lost).
+fn dropped_log_rows(lost: Option<usize>) -> Contents {
+    let mut out = Contents::new();
+    for i in 0..6 {
+        // `x`'s first four rows are in its table.
+        out.insert(("x".to_string(), row(i)), format!("x-{}", value(i)));
+        if Some(i) != lost {
+            out.insert(("l".to_string(), row(i)), format!("l-{}", value(i)));
+        }
+    }
+    out
+}
+
+/// A damaged record of an older segment is corruption even when the family
+/// it wrote to was dropped (the damage hides which family that was); after
+/// repair the dropped family's writes stay gone and every other intact
+/// record is back.
+#[test]
+fn damage_to_log_records_of_a_dropped_family_is_corruption_and_repair_keeps_the_drop() -> TestResult {
+    let pristine = scratch();
+    let relative = dropped_log_store(pristine.path());
+    {
+        let store = Store::open(pristine.path(), dropped_log_options())?;
+        let mut families = store.families();
+        families.sort();
+        assert_eq!(families, ["d", "l", "x"]);
+        assert_eq!(
+            store.scan("d", &RowRange::all())?.count(),
+            0,
+            "declared again: a new, empty family"
+        );
+    }
+    let pristine = scratch();
+    let relative_again = dropped_log_store(pristine.path());
+    assert_eq!(relative, relative_again);
+    let records = frames(&pristine.path().join(&relative));
+    let mut cases = 0;
+    for at in 0..len(&pristine.path().join(&relative)) {
+        let case = format!("older segment with a dropped family's writes: byte {at} flipped");
+        let copy = scratch();
+        copy_dir(pristine.path(), copy.path());
+        let path = copy.path().join(&relative);
+        flip_byte(&path, at);
+        let before = file_contents(copy.path());
+        let touched = records.iter().position(|&(o, l)| at < o + l).unwrap();
+        let options = StoreOptions::default().sync(SyncPolicy::Always);
+        expect_corruption_at(
+            Store::open(copy.path(), options.clone()),
+            &path,
+            records[touched].0,
+            &before,
+            copy.path(),
+            &case,
+        );
+        Store::repair(copy.path()).unwrap_or_else(|e| panic!("{case}: repair: {e}"));
+        let store = Store::open(copy.path(), options).unwrap_or_else(|e| panic!("{case}: open after repair: {e}"));
+        let mut families = store.families();
+        families.sort();
+        assert_eq!(families, ["l", "x"], "{case}: the dropped family came back");
+        assert!(
+            contents(&store, &["l", "x"]) == dropped_log_rows(Some(touched)),
+            "{case}: after repair"
+        );
+        cases += 1;
+    }
+    assert!(cases > 100, "{cases}");
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! Model test: random histories of writes, flushes, compactions and reopens,
+//! Model test: random histories of writes, flushes, compactions, reopens and
+//! family changes (truncate, drop and create again, alter the compression),
 //! checked after every step against a `BTreeMap` of every write and the
 //! documented visibility rules (`engine/src/visibility.rs`):
 //!
@@ -23,6 +24,12 @@
 //! unchecked family `clock`, whose timestamp is the batch's clock; and a single
 //! default-clock delete only needs a modelled timestamp that keeps clock order
 //! (the last known clock value: ties are broken by sequence, as in the store).
+//!
+//! A truncate, or a drop followed by a create of the same name, empties a
+//! family for every reader after it; a snapshot taken before it still reads
+//! what the family held (the model keeps each truncation's place in its own
+//! write order, and a snapshot's reads see the writes before its place).
+//! An alter changes only the compression of later tables.
 //!
 //! `PROPTEST_CASES` raises the number of cases (default 256).
 
@@ -148,7 +155,16 @@ enum Op {
     WaitForBackgroundWork,
     /// Take a snapshot and check it, unchanged, after every later step.
     TakeSnapshot,
+    /// `truncate_family`.
+    Truncate(usize),
+    /// `drop_family`, then `create_family` of the same name and options.
+    DropAndCreate(usize),
+    /// `alter_family` to the family's options with another compression.
+    Alter(usize, usize),
 }
+
+/// What `Op::Alter` may change a family's compression to.
+const COMPRESSIONS: [Compression; 3] = [Compression::None, Compression::Lz4, Compression::Zstd { level: 3 }];
 
 fn write_strategy() -> impl Strategy<Value = Write> {
     let ts = prop_oneof![3 => (0..EXPLICIT_TS).prop_map(Some), 1 => Just(None)];
@@ -173,6 +189,9 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => Just(Op::Reopen),
         1 => Just(Op::WaitForBackgroundWork),
         1 => Just(Op::TakeSnapshot),
+        1 => (0..FAMILIES.len()).prop_map(Op::Truncate),
+        1 => (0..FAMILIES.len()).prop_map(Op::DropAndCreate),
+        1 => (0..FAMILIES.len(), 0..COMPRESSIONS.len()).prop_map(|(f, c)| Op::Alter(f, c)),
     ]
 }
 
@@ -190,6 +209,9 @@ struct Model {
     next_seq: u64,
     /// The largest default-clock timestamp learnt so far.
     clock: u64,
+    /// Each truncation (or drop and create): its family and its place in
+    /// the write order, a sequence number no write has.
+    truncations: Vec<(usize, u64)>,
 }
 
 /// A cell as compared: (column, timestamp, value).
@@ -205,13 +227,27 @@ impl Model {
         self.writes.entry(key).or_default().insert((ts, seq), value);
     }
 
+    /// Empties family `f` for every reader from now on.
+    fn truncate(&mut self, f: usize) {
+        let place = self.seq();
+        self.truncations.push((f, place));
+    }
+
+    /// Whether the write `seq` of family `f` is gone for a reader at `upto`:
+    /// a truncation came after it, and before the reader.
+    fn truncated(&self, f: usize, seq: u64, upto: u64) -> bool {
+        self.truncations
+            .iter()
+            .any(|&(family, place)| family == f && seq < place && place <= upto)
+    }
+
     /// The newest tombstone at `key` visible at `upto`.
     fn newest_tombstone(&self, key: EntryKey, upto: u64) -> Option<(u64, u64)> {
         self.writes
             .get(&key)?
             .iter()
             .rev()
-            .filter(|((_, seq), v)| *seq <= upto && v.is_none())
+            .filter(|((_, seq), v)| *seq <= upto && v.is_none() && !self.truncated(key.0, *seq, upto))
             .map(|(age, _)| *age)
             .max()
     }
@@ -228,7 +264,8 @@ impl Model {
         let mut last_ts = None;
         for (&(ts, seq), value) in cell.iter().rev() {
             let Some(value) = value else { continue };
-            if seq > upto || hide.is_some_and(|t| (ts, seq) < t) || last_ts == Some(ts) {
+            if seq > upto || self.truncated(f, seq, upto) || hide.is_some_and(|t| (ts, seq) < t) || last_ts == Some(ts)
+            {
                 continue;
             }
             if TTL[f] && ts < CLOCK_FLOOR {
@@ -693,6 +730,20 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
             }
             Op::WaitForBackgroundWork => s.wait_for_background_work().map_err(fail)?,
             Op::TakeSnapshot => held = Some((s.snapshot(), model.next_seq)),
+            Op::Truncate(f) => {
+                s.truncate_family(FAMILIES[*f]).map_err(fail)?;
+                model.truncate(*f);
+            }
+            Op::DropAndCreate(f) => {
+                s.drop_family(FAMILIES[*f]).map_err(fail)?;
+                s.create_family(FAMILIES[*f], family_options(*f)).map_err(fail)?;
+                model.truncate(*f);
+            }
+            Op::Alter(f, c) => {
+                let options = family_options(*f).compression(COMPRESSIONS[*c]);
+                s.alter_family(FAMILIES[*f], options.clone()).map_err(fail)?;
+                prop_assert_eq!(s.family_options(FAMILIES[*f]).map_err(fail)?, options);
+            }
         }
         let s = store.as_ref().ok_or_else(|| fail("no store"))?;
         check_all(s, &model, u64::MAX, step)?;

@@ -14,6 +14,11 @@
 //! - **truncate**: `RemoveFamily` of the old id and `AddFamily` of the same
 //!   name and options under a new id, in one group: the same family, empty.
 //!
+//! A drop or a truncate also records, as the last sequence number used,
+//! the newest write its memtables held if no flush recorded one as new:
+//! those writes are now in no table, and the segments that hold them are
+//! no longer replayed.
+//!
 //! A drop or a truncate holds the writer lock and the family's compaction
 //! lock while it installs, so no write or compaction of the family is half
 //! done when it goes (a compaction running then finishes first). Its
@@ -118,6 +123,19 @@ impl Inner {
             let (more, version) = replace(base, &old, &base.current)?;
             let mut edits = vec![Edit::RemoveFamily { id }];
             edits.extend(more);
+            // The family's memtables go, and with them its hold on the log
+            // segments they came from: the next open replays from a later
+            // segment, and checks that its first record follows the last
+            // sequence number recorded. Writes only those memtables held
+            // must count as used, or they read as missing records.
+            let unflushed = std::iter::once(&old.active)
+                .chain(&old.frozen)
+                .map(|m| m.max_seq())
+                .max()
+                .unwrap_or(0);
+            if unflushed > base.state.last_sequence {
+                edits.push(Edit::LastSequence(unflushed));
+            }
             Ok((Change::new(edits, version), old))
         })?;
         for table in &removed.tables {

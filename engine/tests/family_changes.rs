@@ -1,0 +1,80 @@
+//! Family changes (drop, truncate) of a family whose writes are still only
+//! in the log: the store must reopen.
+//!
+//! A drop or a truncate throws the family's memtables away, and with them
+//! the family's claim on the log segments they came from: the next open
+//! starts its replay after those segments. The writes they held are then
+//! in no table and in no segment replayed, which is right (they were
+//! dropped), but the manifest's last sequence number must cover them: the
+//! replay checks that the first record it reads follows that number, and a
+//! gap is missing records, corruption. A drop or truncate used to leave the
+//! number where the last flush put it, and a store whose dropped family had
+//! the newest unflushed writes did not open again.
+
+use cellar_engine::{FamilyOptions, Store, StoreOptions};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn options() -> StoreOptions {
+    let family = FamilyOptions::default().compaction_trigger(0);
+    StoreOptions::default()
+        .family_with("kept", family.clone())
+        .family_with("changed", family)
+}
+
+/// Writes to `kept`, then to `changed` (never flushed), flushes `kept`
+/// (the manifest's last sequence is now `kept`'s write, and only `changed`
+/// holds the first segment), changes `changed` with `change` (no family
+/// holds the first segment now), and writes to `kept` again: the reopened
+/// store holds exactly `kept`'s rows, and `changed` as `change` left it.
+fn change_then_reopen(change: impl Fn(&Store) -> cellar_engine::Result<()>) -> TestResult {
+    let dir = tempfile::tempdir()?;
+    {
+        let store = Store::open(dir.path(), options())?;
+        store.put("kept", "r1", "c", "1")?;
+        store.put(
+            "changed",
+            "gone",
+            "c",
+            "written after kept's last flushed write, only in the log",
+        )?;
+        store.flush_family("kept")?;
+        change(&store)?;
+        store.put("kept", "r2", "c", "2")?;
+        store.put("kept", "r3", "c", "3")?;
+    }
+    let store = Store::open(dir.path(), StoreOptions::default())?;
+    for (row, want) in [("r1", "1"), ("r2", "2"), ("r3", "3")] {
+        assert_eq!(
+            store.get("kept", row, "c")?.map(|c| c.value),
+            Some(want.into()),
+            "{row}"
+        );
+    }
+    if store.families().iter().any(|f| f == "changed") {
+        assert_eq!(store.get("changed", "gone", "c")?, None, "a truncated cell came back");
+    }
+    store.put("kept", "r4", "c", "4")?;
+    drop(store);
+    let store = Store::open(dir.path(), StoreOptions::default())?;
+    assert_eq!(store.get("kept", "r4", "c")?.map(|c| c.value), Some("4".into()));
+    Ok(())
+}
+
+#[test]
+fn a_store_reopens_after_a_drop_of_a_family_with_writes_only_in_the_log() -> TestResult {
+    change_then_reopen(|store| store.drop_family("changed"))
+}
+
+#[test]
+fn a_store_reopens_after_a_truncate_of_a_family_with_writes_only_in_the_log() -> TestResult {
+    change_then_reopen(|store| store.truncate_family("changed"))
+}
+
+#[test]
+fn a_store_reopens_after_a_drop_and_a_create_of_the_same_name() -> TestResult {
+    change_then_reopen(|store| {
+        store.drop_family("changed")?;
+        store.create_family("changed", FamilyOptions::default())
+    })
+}
