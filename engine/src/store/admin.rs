@@ -60,9 +60,15 @@ impl Store {
         })?;
         let folder = dropped.dir.clone();
         drop(dropped);
+        self.inner.hook("drop::installed");
         // Empty once no reader holds a table file of the family; if one
-        // does, the next open removes what is left.
-        let _ = std::fs::remove_dir(&folder);
+        // does, the next open removes what is left. A family created since
+        // under the same name owns the folder now: the writer lock keeps
+        // one from being created between the check and the removal.
+        let _writer = self.inner.writer.lock();
+        if self.inner.current().family(family).is_none() {
+            let _ = std::fs::remove_dir(&folder);
+        }
         Ok(())
     }
 

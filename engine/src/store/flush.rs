@@ -60,6 +60,7 @@ impl Inner {
         compaction::flush_memtable(&memtable, &fam.options, horizon, now_ms(), &mut out)?;
         let tables = out.finish()?;
         let written: u64 = tables.iter().map(|t| t.meta.size).sum();
+        self.hook("flush::written");
 
         let dropped = self.install(|base| {
             let mut next = (*base.current).clone();

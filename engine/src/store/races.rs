@@ -269,6 +269,11 @@ fn a_read_only_open_racing_a_flush_that_deletes_its_log_segment_retries() -> Tes
                 store
                     .flush()
                     .expect("the flush between the reader's manifest and its log");
+                // The flush thread deletes the flushed segment after the
+                // flush returns; delete it now, as it will be.
+                if let Some(needed) = store.inner.oldest_log_needed() {
+                    store.inner.delete_logs_before(needed);
+                }
             }
         });
     }
@@ -282,6 +287,176 @@ fn a_read_only_open_racing_a_flush_that_deletes_its_log_segment_retries() -> Tes
         flushes.load(Ordering::SeqCst),
         2,
         "the flush ran, then the open started again"
+    );
+    Ok(())
+}
+
+/// Every file under a family folder, by name.
+fn folder_names(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()?;
+    names.sort();
+    Ok(names)
+}
+
+/// A flush that has written its table when the family is dropped (or
+/// truncated) installs nothing: its file goes, no cell of the old family
+/// comes back, and the store reopens with the family as the change left it.
+fn a_flush_racing(change: &'static str) -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let family = FamilyOptions::default().compaction_trigger(0);
+    let options = StoreOptions::default()
+        .sync(SyncPolicy::Always)
+        .family_with("a", family.clone())
+        .family_with("b", family);
+    let store = Arc::new(Store::open(dir.path(), options.clone())?);
+    store.put("a", "flushed", "c", "0")?;
+    store.flush()?;
+    store.put("a", "in-flight", "c", "1")?;
+    store.put("b", "kept", "c", "2")?;
+    let changes = Arc::new(AtomicUsize::new(0));
+    {
+        // Weak: a hook that held the store would keep it open for good.
+        let (weak, changes) = (Arc::downgrade(&store), changes.clone());
+        store.inner.hooks.set("flush::written", move || {
+            // The flush of `a`'s memtable holding "in-flight" has written its table.
+            if changes.fetch_add(1, Ordering::SeqCst) == 0 {
+                let store = weak.upgrade().expect("the store is open");
+                let result = match change {
+                    "drop" => store.drop_family("a"),
+                    _ => store.truncate_family("a"),
+                };
+                result.expect("the change while the flush is in flight");
+            }
+        });
+    }
+    store.flush_family("a")?;
+    assert_eq!(
+        changes.load(Ordering::SeqCst),
+        1,
+        "the flush ran and the change came in its gap"
+    );
+    store.flush()?; // `b`
+    let check = |store: &Store| -> TestResult {
+        match change {
+            "drop" => assert!(store.family_options("a").is_err(), "the dropped family came back"),
+            _ => assert_eq!(
+                store.scan("a", &crate::RowRange::all())?.count(),
+                0,
+                "a truncated cell came back"
+            ),
+        }
+        assert_eq!(
+            store.get("b", "kept", "c")?.map(|c| c.value.to_vec()),
+            Some(b"2".to_vec())
+        );
+        Ok(())
+    };
+    check(&store)?;
+    let version = store.inner.current();
+    if change != "drop" {
+        assert!(version.family("a").ok_or("family a")?.tables.is_empty());
+    }
+    // The folder of a dropped family stays if the flush's file was still in
+    // it when the drop tried to remove it; it is empty.
+    let folder = dir.path().join("a");
+    if folder.exists() {
+        assert_eq!(
+            folder_names(&folder)?,
+            Vec::<String>::new(),
+            "the flush's table was left"
+        );
+    }
+    drop(version);
+    drop(store);
+    let reopened = Store::open(dir.path(), StoreOptions::default())?;
+    check(&reopened)
+}
+
+#[test]
+fn a_flush_that_finds_its_family_dropped_installs_nothing_and_leaves_no_file() -> TestResult {
+    a_flush_racing("drop")
+}
+
+#[test]
+fn a_flush_that_finds_its_family_truncated_installs_nothing_and_leaves_no_file() -> TestResult {
+    a_flush_racing("truncate")
+}
+
+/// A drop removes the family's folder once its files are gone. A family of
+/// the same name created in the gap between the drop's install and that
+/// removal had its folder removed under it, and its first flush failed (the
+/// store then stopped accepting writes).
+#[test]
+fn a_family_created_while_a_drop_of_its_name_finishes_keeps_its_folder() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Arc::new(Store::open(dir.path(), StoreOptions::default().family("a"))?);
+    store.put("a", "old", "c", "0")?;
+    store.flush()?;
+    {
+        let weak = Arc::downgrade(&store);
+        store.inner.hooks.set("drop::installed", move || {
+            weak.upgrade()
+                .expect("the store is open")
+                .create_family("a", FamilyOptions::default())
+                .expect("the create in the drop's gap");
+        });
+    }
+    store.drop_family("a")?;
+    store.put("a", "new", "c", "1")?;
+    store.flush()?;
+    assert_eq!(
+        store.get("a", "new", "c")?.map(|c| c.value.to_vec()),
+        Some(b"1".to_vec())
+    );
+    assert_eq!(store.get("a", "old", "c")?, None);
+    drop(store);
+    let reopened = Store::open(dir.path(), StoreOptions::default())?;
+    assert_eq!(
+        reopened.get("a", "new", "c")?.map(|c| c.value.to_vec()),
+        Some(b"1".to_vec())
+    );
+    Ok(())
+}
+
+/// A compaction between a read-only open's manifest and its table opens
+/// deletes tables the manifest it read lists: the open starts again and
+/// sees the compacted table.
+#[test]
+fn a_read_only_open_racing_a_compaction_that_deletes_its_tables_retries() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let family = FamilyOptions::default().compaction_trigger(0);
+    let store = Arc::new(Store::open(
+        dir.path(),
+        StoreOptions::default().family_with("a", family),
+    )?);
+    for part in 0..3 {
+        for i in 0..10 {
+            store.put("a", format!("r{part}{i}"), "c", "v")?;
+        }
+        store.flush()?;
+    }
+    let compactions = Arc::new(AtomicUsize::new(0));
+    {
+        let (store, compactions) = (store.clone(), compactions.clone());
+        crate::recovery::read_only::hook::set(dir.path(), move || {
+            if compactions.fetch_add(1, Ordering::SeqCst) == 0 {
+                store
+                    .compact("a")
+                    .expect("the compaction between the reader's manifest and its tables");
+            }
+        });
+    }
+    let reader = crate::ReadOnlyStore::open(dir.path());
+    crate::recovery::read_only::hook::clear(dir.path());
+    let reader = reader?;
+    assert_eq!(reader.snapshot().scan("a", &crate::RowRange::all())?.count(), 30);
+    assert_eq!(reader.tables().len(), 1, "the compacted table");
+    assert_eq!(
+        compactions.load(Ordering::SeqCst),
+        2,
+        "the compaction ran, then the open started again"
     );
     Ok(())
 }
