@@ -206,7 +206,14 @@ impl Repair {
         for name in &self.folders {
             // A dropped family's folder holds files the next open deletes
             // (the new manifest keeps the record of the drop): not a family.
-            let dropped = self.old.state.dropped.values().any(|d| d == name);
+            // Unless it holds a table numbered from the old manifest's next
+            // file number on: no record the old manifest still has made that
+            // one, so it is not the dropped family's (whose files were all
+            // listed before its drop) but a family created again under the
+            // name by a record the damage took. It is a family; the dropped
+            // one's files in its folder go to `lost/` (see `gather_tables`).
+            let dropped = self.old.state.dropped.values().any(|d| d == name)
+                && !self.holds_a_table_from(name, self.old.state.next_file_number);
             if !dropped && !self.families.values().any(|f| f.name == *name) {
                 // Never an id a dropped family had: the log may hold writes under it.
                 let id = self
@@ -219,6 +226,13 @@ impl Repair {
                 self.families.insert(id, family);
             }
         }
+    }
+
+    /// Whether folder `name` holds a table file numbered `number` or above
+    /// (or cannot be listed: then it is kept, to be looked at).
+    fn holds_a_table_from(&self, name: &str, number: u64) -> bool {
+        files::table_files(&self.dir.join(name))
+            .map_or(true, |tables| tables.iter().any(|(table, _)| table.number() >= number))
     }
 
     /// Step 3: every table file read back whole and scanned; what does not
