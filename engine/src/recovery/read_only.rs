@@ -27,7 +27,9 @@
 //! before it looked. (An older store's family may need segment 0, which
 //! never exists: then only the second proof is possible.) Any sign of a race starts the
 //! open again from the manifest, with a growing pause, up to [`ATTEMPTS`]
-//! times; damage that persists is then reported as it is. A torn record at
+//! times. An error while the manifest stays unchanged is no race (a writer
+//! changes the manifest before it deletes anything): it is damage, and is
+//! reported at once. A torn record at
 //! the end of the newest segment is a write in progress and is left out, as
 //! in any open.
 
@@ -55,6 +57,8 @@ use crate::version::{FamilyCounters, FamilyVersion, TableFile, Version};
 const ATTEMPTS: u32 = 40;
 const PAUSE: Duration = Duration::from_millis(1);
 const MAX_PAUSE: Duration = Duration::from_millis(64);
+/// Attempts when the manifest `CURRENT` names cannot be read at all.
+const FIRST_READ_ATTEMPTS: u32 = 5;
 
 /// The store in `dir` as its files describe it: every family with its table
 /// files and, in memtables, the writes only the log holds; and the last
@@ -72,12 +76,16 @@ pub(crate) fn open(dir: &Path) -> Result<(Version, u64)> {
         let outcome = read_once(dir, &cache);
         let race = match &outcome {
             Ok(Attempt::Moved(_)) => true,
-            Err(e) => may_be_a_race(e),
+            // Damage leaves the manifest as it is: reported at once.
+            Ok(Attempt::Failed(e, moved)) => *moved && may_be_a_race(e),
+            // `CURRENT` named a manifest a rewrite has just removed.
+            Err(e) => attempt < FIRST_READ_ATTEMPTS && may_be_a_race(e),
             Ok(Attempt::Read(..)) => false,
         };
         if !race || attempt == ATTEMPTS {
             return match outcome? {
                 Attempt::Read(version, sequence) => Ok((version, sequence)),
+                Attempt::Failed(e, _) => Err(e),
                 Attempt::Moved(manifest) => Err(Error::io(
                     &manifest,
                     std::io::Error::new(
@@ -100,6 +108,9 @@ enum Attempt {
     /// The manifest (this one) changed while the attempt read: what it read
     /// may mix two moments of the store.
     Moved(PathBuf),
+    /// The attempt failed with this error; whether the manifest changed
+    /// while it read (if not, no writer caused the error).
+    Failed(Error, bool),
 }
 
 /// Which manifest `CURRENT` names and how long it is: a writer changes one
@@ -117,8 +128,21 @@ fn may_be_a_race(e: &Error) -> bool {
         || matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
 }
 
+/// One attempt: the manifest `CURRENT` names, the log, the tables. An
+/// error before the manifest was found is returned as it is; a later one
+/// says whether the manifest changed meanwhile.
 fn read_once(dir: &Path, cache: &BlockCache) -> Result<Attempt> {
     let start = manifest_mark(dir)?;
+    match read_at(dir, cache, &start) {
+        Err(e) => {
+            let moved = manifest_mark(dir).map_or(true, |end| end != start);
+            Ok(Attempt::Failed(e, moved))
+        }
+        attempt => attempt,
+    }
+}
+
+fn read_at(dir: &Path, cache: &BlockCache, start: &(PathBuf, u64)) -> Result<Attempt> {
     let state = read_manifest(&start.0)?;
     #[cfg(test)]
     hook::run(dir);
@@ -141,8 +165,8 @@ fn read_once(dir: &Path, cache: &BlockCache) -> Result<Attempt> {
     // was not there (see the module documentation).
     let needed = state.oldest_log_needed();
     let listed_needed = needed.is_none_or(|n| replayed.segments.contains(&n));
-    if !listed_needed && manifest_mark(dir)? != start {
-        return Ok(Attempt::Moved(start.0));
+    if !listed_needed && manifest_mark(dir)? != *start {
+        return Ok(Attempt::Moved(start.0.clone()));
     }
     Ok(Attempt::Read(version, replayed.last_seq))
 }
