@@ -460,3 +460,47 @@ fn a_read_only_open_racing_a_compaction_that_deletes_its_tables_retries() -> Tes
     );
     Ok(())
 }
+
+/// A read-only open of a damaged store (no writer) reports the damage after
+/// one attempt: the manifest did not change while it read, so no writer
+/// moved the store on. It used to take every error that a race could cause
+/// as one, and retried for seconds before it reported the corruption.
+#[test]
+fn a_read_only_open_of_a_damaged_store_reports_the_damage_without_retrying() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    {
+        let store = Store::open(dir.path(), StoreOptions::default().family("a"))?;
+        for i in 0..4 {
+            store.put("a", format!("r{i}"), "c", "v")?;
+        }
+    }
+    // The store's one segment with records: its second record damaged.
+    let segment = std::fs::read_dir(dir.path())?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<Vec<_>>>()?
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+        .ok_or("a segment with records")?;
+    let mut bytes = std::fs::read(&segment)?;
+    let first_len = u32::from_le_bytes(bytes.get(4..8).ok_or("a header")?.try_into()?) as usize;
+    let second = 8 + first_len;
+    *bytes.get_mut(second + 10).ok_or("a second record")? ^= 0x5A;
+    std::fs::write(&segment, bytes)?;
+    let attempts = Arc::new(AtomicUsize::new(0));
+    {
+        let attempts = attempts.clone();
+        crate::recovery::read_only::hook::set(dir.path(), move || {
+            attempts.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    let result = crate::ReadOnlyStore::open(dir.path());
+    crate::recovery::read_only::hook::clear(dir.path());
+    match result {
+        Err(Error::Corruption { file, offset, .. }) => assert_eq!((file, offset), (segment, second as u64)),
+        Err(e) => return Err(format!("expected corruption of the segment, got {e}").into()),
+        Ok(_) => return Err("a damaged store opened".into()),
+    }
+    assert_eq!(attempts.load(Ordering::SeqCst), 1, "the damage was retried");
+    Ok(())
+}
