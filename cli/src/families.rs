@@ -50,11 +50,11 @@ pub struct CreateArgs {
     /// off [default: 4].
     #[arg(long, value_name = "RUNS")]
     pub compaction_trigger: Option<usize>,
-    /// How runs are merged: tiered (runs of similar size merged together:
-    /// fewer rewrites) or leveled (one run per level, each ten times the one
-    /// above, a 256 MiB base: fewer runs per read, less space, more rewrites)
-    /// [default: tiered].
-    #[arg(long, value_name = "STRATEGY", value_parser = compaction_arg)]
+    /// How runs are merged: leveled (one run per level, each ten times the
+    /// one above, a 256 MiB base: fewer runs per read, less space, more
+    /// rewrites) or tiered (runs of similar size merged together: fewer
+    /// rewrites) [default: leveled].
+    #[arg(long, value_name = "leveled|tiered", value_parser = compaction_arg)]
     pub compaction: Option<Compaction>,
 }
 
@@ -255,17 +255,13 @@ fn compaction_name(compaction: Compaction) -> &'static str {
     }
 }
 
-/// The trigger ("4 runs", "off"), after "leveled, " for a leveled family
-/// (tiered, the default, is not named).
+/// The strategy and its trigger: "leveled, 4 runs", "tiered, off".
 fn compaction_text(o: &FamilyOptions) -> String {
     let trigger = match o.compaction_trigger {
         0 => "off".to_string(),
         n => format!("{n} runs"),
     };
-    match o.compaction {
-        Compaction::SizeTiered => trigger,
-        Compaction::Leveled { .. } => format!("leveled, {trigger}"),
-    }
+    format!("{}, {trigger}", compaction_name(o.compaction))
 }
 
 /// `families`: each family and its options.

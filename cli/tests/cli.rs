@@ -849,22 +849,22 @@ fn create_with_options_and_families_lists_them() -> Result {
     assert_eq!(
         ok(dir, &["families"])?,
         "family  max versions  ttl  bloom bits  block size  tail copies  compression  compaction\n\
-         plain              1  -            10        4096  off          none         4 runs\n\
-         events             3  7d            0        8192  on           zstd:5       off\n\
+         plain              1  -            10        4096  off          none         leveled, 4 runs\n\
+         events             3  7d            0        8192  on           zstd:5       leveled, off\n\
          2 families\n"
     );
-    ok(dir, &["create", "--family", "sorted", "--compaction", "leveled"])?;
+    ok(dir, &["create", "--family", "sorted", "--compaction", "tiered"])?;
     assert!(
         ok(dir, &["families"])?
-            .contains("sorted             1  -            10        4096  off          none         leveled, 4 runs\n"),
-        "a leveled family says so"
+            .contains("sorted             1  -            10        4096  off          none         tiered, 4 runs\n"),
+        "a size-tiered family says so"
     );
     let json: Value = serde_json::from_str(&ok(dir, &["families", "--json"])?)?;
     assert_eq!(json[1]["ttl_ms"], 7 * 86_400_000u64);
     assert_eq!(json[1]["compression"], "zstd:5");
     assert_eq!(
         (json[0]["compaction"].as_str(), json[2]["compaction"].as_str()),
-        (Some("tiered"), Some("leveled"))
+        (Some("leveled"), Some("tiered"))
     );
     // A codec this build does not have is a usage error, as clap reports them.
     let output = cellar(dir)
@@ -1114,7 +1114,7 @@ fn dump_manifest_shows_each_edit_group_and_the_state_they_build() -> Result {
     assert!(
         out.contains(
             "  add family 1 \"books\": max versions 1, ttl -, bloom bits 10, block size 4096, tail copies off, \
-             compaction 4 runs\n"
+             compaction leveled, 4 runs\n"
         ),
         "{out}"
     );
@@ -1195,7 +1195,7 @@ fn alter_changes_options_and_reads_see_them_at_once() -> Result {
     assert!(ok(dir, &["get", "books", "b1", "title", "--versions", "2"])?.ends_with("1 cell(s)\n"));
     assert_eq!(
         ok(dir, &["alter", "books", "--max-versions", "2", "--bloom-bits", "12"])?,
-        "books: max versions 2, ttl -, bloom bits 12, block size 4096, tail copies off, compaction 4 runs\n"
+        "books: max versions 2, ttl -, bloom bits 12, block size 4096, tail copies off, compaction leveled, 4 runs\n"
     );
     // The older version was never compacted away: with 2 kept, it shows.
     assert!(ok(dir, &["get", "books", "b1", "title", "--versions", "2"])?.ends_with("2 cell(s)\n"));

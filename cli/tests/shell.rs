@@ -66,8 +66,8 @@ fn create_in_the_shell_takes_a_family_and_its_options() -> Result {
         format!(
             "store {} has families: books, loans\n\
              family  max versions  ttl  bloom bits  block size  tail copies  compression  compaction\n\
-             books              1    -          10        4096  off          none         4 runs\n\
-             loans              3    -          12        4096  off          none         4 runs\n\
+             books              1    -          10        4096  off          none         leveled, 4 runs\n\
+             loans              3    -          12        4096  off          none         leveled, 4 runs\n\
              2 families\n",
             tmp.path().display()
         )

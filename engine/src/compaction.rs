@@ -8,7 +8,7 @@
 //! the user wrote), *read amplification* (runs a read consults) and *space
 //! amplification* (bytes on disk per byte of live data).
 //!
-//! * **Size-tiered** (the default; Cassandra's, RocksDB's "universal"): when
+//! * **Size-tiered** (Cassandra's, RocksDB's "universal"): when
 //!   `compaction_trigger` runs of similar size sit side by side (in age
 //!   order), they are merged into one. A byte is rewritten once per tier it
 //!   climbs, about `log_trigger(data / memtable)` times (2 or 3 for a
@@ -18,7 +18,7 @@
 //!   tier until the tiers meet (space amplification up to about 2×, and 2×
 //!   again while the largest tiers are merged). Merging only neighbours keeps
 //!   the runs ordered by age, which point reads rely on to stop early.
-//! * **Leveled** (LevelDB's, RocksDB's default): flushes land in level 0, one
+//! * **Leveled** (the default; LevelDB's, RocksDB's): flushes land in level 0, one
 //!   run each. Level 0 is merged into the *base level* once it holds
 //!   `compaction_trigger` runs; below it, each level is one run of files with
 //!   disjoint rows, and a level over its target gives one file (with every
@@ -437,7 +437,9 @@ mod tests {
             file(7, 6, 0, 10, "n", "z"),
             file(5, 5, 0, 11, "a", "z"),
         ];
-        let options = FamilyOptions::default().compaction_trigger(3);
+        let options = FamilyOptions::default()
+            .compaction(Compaction::SizeTiered)
+            .compaction_trigger(3);
         // Runs 9, 8, 6 (two files, 20 MiB) and 5: 9 and 8 and then 6 is within twice their average.
         assert_eq!(
             choose(&files, &options),

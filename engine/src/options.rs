@@ -151,7 +151,7 @@ pub enum Compaction {
     /// merges one cursor per run, and superseded versions wait in the
     /// younger runs until the tiers meet (more space).
     SizeTiered,
-    /// Leveled (LevelDB's, RocksDB's default): flushed runs (level 0) are
+    /// Leveled (the default, as LevelDB's and RocksDB's): flushed runs (level 0) are
     /// merged into one sorted run per level, each level holding about
     /// `multiplier` times the one above it, sized from the last level up
     /// (RocksDB's dynamic level sizes). A read consults level 0 and one file
@@ -192,7 +192,9 @@ pub struct FamilyOptions {
     pub memtable_max_bytes: usize,
     /// ... or when it holds this many entries (default: no limit; the lesson uses 25,000).
     pub memtable_max_entries: Option<usize>,
-    /// How table files are compacted (default size-tiered).
+    /// How table files are compacted (default [`Compaction::LEVELED`]: RocksDB's
+    /// default; at 1M and 10M keys of db_bench's shape it wrote, read and
+    /// sought faster than size-tiered, in less space; README "Performance").
     pub compaction: Compaction,
     /// Automatic compaction starts when this many runs of similar size sit
     /// side by side (size-tiered), or when level 0 holds this many runs
@@ -225,7 +227,7 @@ impl Default for FamilyOptions {
             bloom_bits_per_key: 10,
             memtable_max_bytes: 64 << 20,
             memtable_max_entries: None,
-            compaction: Compaction::SizeTiered,
+            compaction: Compaction::LEVELED,
             compaction_trigger: 4,
             target_file_bytes: 64 << 20,
             target_file_entries: None,
@@ -507,10 +509,10 @@ mod tests {
 
     #[test]
     fn compression_is_recorded_in_version_3_and_none_stays_version_2() {
-        let plain = FamilyOptions::default();
+        let plain = FamilyOptions::default().compaction(Compaction::SizeTiered);
         assert_eq!(plain.encode()[0], 2);
         for compression in [Compression::Lz4, Compression::Zstd { level: 19 }] {
-            let options = FamilyOptions::default().tail_copies(true).compression(compression);
+            let options = plain.clone().tail_copies(true).compression(compression);
             let bytes = options.encode();
             assert_eq!(bytes[0], 3);
             // Version 2's bytes, then the codec byte and the level.
@@ -523,19 +525,17 @@ mod tests {
         }
         // A codec this build does not know, a level out of range, a version 3
         // record that says "none", trailing bytes: not options.
-        let mut bad = FamilyOptions::default().compression(Compression::Lz4).encode();
+        let mut bad = plain.clone().compression(Compression::Lz4).encode();
         let codec_at = bad.len() - 5;
         bad[codec_at] = 7;
         assert_eq!(FamilyOptions::decode(&bad), None);
         bad[codec_at] = 0;
         assert_eq!(FamilyOptions::decode(&bad), None);
-        let mut bad = FamilyOptions::default()
-            .compression(Compression::Zstd { level: 3 })
-            .encode();
+        let mut bad = plain.clone().compression(Compression::Zstd { level: 3 }).encode();
         let level_at = bad.len() - 4;
         bad[level_at] = 40;
         assert_eq!(FamilyOptions::decode(&bad), None);
-        let mut long = FamilyOptions::default().compression(Compression::Lz4).encode();
+        let mut long = plain.clone().compression(Compression::Lz4).encode();
         long.push(0);
         assert_eq!(FamilyOptions::decode(&long), None);
         assert!(FamilyOptions::default()
@@ -555,7 +555,7 @@ mod tests {
             let bytes = options.encode();
             // Version 3's fields (the codec byte and level even for none), then
             // the strategy byte, the base size and the multiplier.
-            let mut expected = FamilyOptions::default().encode();
+            let mut expected = FamilyOptions::default().compaction(Compaction::SizeTiered).encode();
             expected[0] = 4;
             expected.push(compression.codec().as_u8());
             expected.extend_from_slice(&compression.level().to_le_bytes());

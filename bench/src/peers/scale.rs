@@ -346,10 +346,10 @@ fn phase_median(runs: &[Vec<Phase>], name: &str, f: impl Fn(&Phase) -> Option<f6
 /// How an engine of the scale run compacts.
 pub fn compaction(engine: &str) -> &'static str {
     match engine {
-        "cellar" => "size-tiered (its default): 4 runs of similar size merged into one",
+        "cellar" => "size-tiered: 4 runs of similar size merged into one",
         CELLAR_LEVELED => {
-            "leveled: level 0 merged into a base level at 4 runs, 256 MiB base, x10 per level, dynamic level \
-             sizes (RocksDB's defaults)"
+            "leveled (its default): level 0 merged into a base level at 4 runs, 256 MiB base, x10 per level, \
+             dynamic level sizes (RocksDB's defaults)"
         }
         "fjall" => "leveled (its default)",
         "rocksdb" => "leveled (db_bench's options: level 0 merged at 4 files, 256 MiB base, x10, dynamic level sizes)",
