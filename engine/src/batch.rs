@@ -78,6 +78,13 @@ impl WriteBatch {
                 self.families.len() - 1
             }
         };
+        // A batch usually holds operations alike (the cells of a row, say):
+        // the first one makes room for eight like it, so a batch of ten cells
+        // grows its buffers twice, not a dozen times.
+        if self.ops.is_empty() {
+            self.data.reserve(8 * (row.len() + column.len() + value.len()));
+            self.ops.reserve(8);
+        }
         let mut append = |bytes: &[u8]| {
             let start = self.data.len();
             self.data.extend_from_slice(bytes);

@@ -385,12 +385,12 @@ pub(crate) fn flush_memtable(
     out: &mut TableOutput<'_>,
 ) -> Result<()> {
     let mut compactor = Compactor::new(horizon, options.max_versions, options.expire_before(now_ms), false);
-    for (k, value) in memtable.iter() {
-        if compactor.keep(&k) {
-            out.add(&k, &value)?;
+    memtable.for_each(|k, value| {
+        if compactor.keep(k) {
+            out.add(k, value)?;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[cfg(test)]

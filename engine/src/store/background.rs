@@ -1,5 +1,7 @@
-//! The background threads: one flushes, one compacts, and with
-//! `SyncPolicy::Interval` one syncs the log.
+//! The background threads: one flushes, one compacts, and unless every write
+//! syncs (`SyncPolicy::Always`) one syncs the log: when a write has waited
+//! its interval (`Interval`), or to write the log back ahead of its rotation
+//! (`Never`, `Buffered`).
 //!
 //! Each sleeps on the store's condition variable until it is signalled (a
 //! memtable was frozen, a flush finished, a write is waiting for its interval
@@ -12,7 +14,7 @@ use super::*;
 impl Inner {
     pub(super) fn background_loop(&self, job: Job) {
         if let Job::Sync = job {
-            return self.interval_sync_loop();
+            return self.log_sync_loop();
         }
         loop {
             {
@@ -70,26 +72,39 @@ impl Inner {
     /// `SyncPolicy::Interval(d)`: a write that does not sync the log itself
     /// (its last sync is younger than `d`) sets the moment one is due; this
     /// thread sleeps until then and syncs, so an unsynced write waits at most
-    /// `d` even if no other write comes.
-    fn interval_sync_loop(&self) {
+    /// `d` even if no other write comes. `Never` and `Buffered`: a write
+    /// hands over the segment every `LOG_WRITEBACK_BYTES`, and this thread
+    /// syncs it without the write lock, while writes go on.
+    fn log_sync_loop(&self) {
         loop {
-            {
+            let writeback = {
                 let mut bg = self.background.lock();
                 loop {
                     if bg.shutdown {
                         return;
                     }
+                    if let Some(segment) = bg.writeback.take() {
+                        break Some(segment);
+                    }
                     match bg.sync_at {
                         None => self.wake.wait(&mut bg),
                         Some(at) if Instant::now() >= at => {
                             bg.sync_at = None;
-                            break;
+                            break None;
                         }
                         Some(at) => {
                             self.wake.wait_until(&mut bg, at);
                         }
                     }
                 }
+            };
+            if let Some((file, path)) = writeback {
+                // As any failed fsync: the kernel may have dropped pages of
+                // acknowledged writes, so the store stops.
+                if let Err(e) = crate::log::sync_file(&file, &path) {
+                    self.stop(&e);
+                }
+                continue;
             }
             let mut w = self.writer.lock();
             if w.unsynced && self.stopped.lock().is_none() {

@@ -75,6 +75,11 @@ pub(crate) struct Writer {
     resolved: Vec<(u32, u64)>,
     /// Families the write in progress touched (reused: no allocation per write).
     touched: Vec<u32>,
+    /// The internal key of the entry being inserted (reused likewise).
+    key: Vec<u8>,
+    /// Log bytes appended since the log thread was last asked to write the
+    /// segment back (`SyncPolicy::Never` and `Buffered`; see `write`).
+    since_writeback: u64,
 }
 
 /// What the background threads are asked to do, and are doing. Every change
@@ -89,6 +94,8 @@ struct Background {
     compacting: bool,
     /// When the interval sync is due (`SyncPolicy::Interval`), if a write waits for one.
     sync_at: Option<Instant>,
+    /// A log segment to write back (`SyncPolicy::Never` and `Buffered`).
+    writeback: Option<(Arc<File>, PathBuf)>,
     shutdown: bool,
 }
 
@@ -175,7 +182,7 @@ impl Store {
         let recovered = crate::recovery::open(dir, &options)?;
         let inner = Arc::new(Inner::new(dir.to_path_buf(), options, recovered));
         let mut jobs = vec![Job::Flush, Job::Compaction];
-        if matches!(inner.options.sync, SyncPolicy::Interval(_)) {
+        if inner.options.sync != SyncPolicy::Always {
             jobs.push(Job::Sync);
         }
         let mut threads = Vec::new();
@@ -524,7 +531,8 @@ impl Drop for Store {
 pub(crate) enum Job {
     Flush,
     Compaction,
-    /// The interval sync of `SyncPolicy::Interval`.
+    /// The log's background syncs: the interval sync of `SyncPolicy::Interval`,
+    /// the write-back of `Never` and `Buffered`.
     Sync,
 }
 
@@ -557,6 +565,8 @@ impl Inner {
                 buf: Vec::new(),
                 resolved: Vec::new(),
                 touched: Vec::new(),
+                key: Vec::new(),
+                since_writeback: 0,
             }),
             manifest: Mutex::new(manifest),
             live_logs: Mutex::new(BTreeMap::from([(log_number, 0)])),
