@@ -157,7 +157,14 @@ fn copy_folder(from: &Path, to: &Path) -> std::io::Result<()> {
             std::fs::create_dir_all(&target)?;
             copy_folder(&entry.path(), &target)?;
         } else if entry.file_name() != "LOCK" {
-            std::fs::copy(entry.path(), target)?;
+            match std::fs::copy(entry.path(), target) {
+                // The store's background work deleted it meanwhile (a log
+                // segment after a flush): a crash then leaves it out too.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                other => {
+                    other?;
+                }
+            }
         }
     }
     Ok(())
@@ -203,5 +210,27 @@ fn drops_and_truncates_during_writes_flushes_and_compactions_stop_nothing() -> T
     let store = Store::open(dir.path(), StoreOptions::default())?;
     assert_eq!(store.families(), ["f"]);
     assert!(rows(&store, "f")? <= 500);
+    Ok(())
+}
+
+/// A truncate throws away the family's memtable, whose writes the log still
+/// holds; once the log moves past them, a reopen must not take their absence
+/// for lost records.
+#[test]
+fn writes_thrown_away_by_a_truncate_are_not_missed_by_a_reopen() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let options = || StoreOptions::default().family("f").family("g");
+    let store = Store::open(dir.path(), options())?;
+    store.put("g", "kept", "c", "1")?;
+    store.put("f", "a", "c", "thrown away")?;
+    store.put("f", "b", "c", "thrown away")?;
+    store.truncate_family("f")?;
+    // The flush of g starts a new segment and lets the old one go.
+    store.flush()?;
+    store.put("g", "later", "c", "2")?;
+    drop(store);
+    let store = Store::open(dir.path(), options())?;
+    assert_eq!(rows(&store, "f")?, 0);
+    assert_eq!(rows(&store, "g")?, 2);
     Ok(())
 }
