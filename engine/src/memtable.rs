@@ -376,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn the_arena_fills_chunks_and_gives_a_large_entry_its_own() {
+    fn the_arena_fills_chunks_and_gives_a_large_entry_its_own() -> Result<()> {
         let m = Memtable::new();
         let value = [7u8; 100];
         let key_len = key::encode(b"row0000", b"c", 1, 1, Kind::Put).len();
@@ -405,12 +405,12 @@ mod tests {
             assert_eq!(v, expected, "{row:?}");
             seen += 1;
             Ok(())
-        })
-        .unwrap();
+        })?;
         assert_eq!(seen, n + 1);
         // The chunk being filled still has room: the next small entry takes no new chunk.
         put(&m, b"zz", b"c", 1, n as u64 + 2, b"v");
         assert_eq!(m.bytes(), 3 * ARENA_CHUNK + large_entry + (n + 2) * NODE_OVERHEAD);
+        Ok(())
     }
 
     proptest::proptest! {
