@@ -120,27 +120,41 @@ pub(crate) type Hit = ((u64, u64, Kind), Bytes);
 /// each, 145 of them in the arena.
 const NODE_OVERHEAD: usize = 117;
 
-/// Size of an arena chunk. A chunk is one allocation holding a few hundred
-/// entries; it wastes at most the room left at its end when the next entry
-/// does not fit, and an entry over a quarter of a chunk gets an allocation of
-/// its own (LevelDB's rule), so at most a quarter of a chunk is ever wasted.
-const ARENA_CHUNK: usize = 64 << 10;
+/// Size of the first arena chunk of a memtable, and of its largest.
+///
+/// A chunk is one allocation holding many entries. Each new chunk is as big
+/// as all the chunks before it together (between these two sizes), so a
+/// memtable written rarely holds 4 KiB, and a busy one allocates a chunk per
+/// 64 KiB of entries. A chunk wastes the room left at its end when the next
+/// entry does not fit; an entry over a quarter of a chunk gets an allocation
+/// of its own (LevelDB's rule), so at most a quarter is ever wasted.
+const FIRST_CHUNK: usize = 4 << 10;
+const LARGEST_CHUNK: usize = 64 << 10;
 
 /// Where a memtable's entries keep their bytes: one chunk filled from the
 /// front, entry after entry. Each entry is a `Bytes` handle on its own slice
 /// of a chunk (the chunk counts its handles), so a chunk is freed when the
 /// last entry in it goes, which is when the memtable is dropped after its flush.
 struct Arena {
-    /// The chunk being filled: empty, with the free room as its capacity.
     /// A lock only because a memtable is shared; the store's single writer
     /// is the only one to take it.
-    chunk: Mutex<BytesMut>,
+    state: Mutex<ArenaState>,
+}
+
+struct ArenaState {
+    /// The chunk being filled: empty, with the free room as its capacity.
+    chunk: BytesMut,
+    /// Bytes of the chunks allocated so far.
+    allocated: usize,
 }
 
 impl Arena {
     fn new() -> Arena {
         Arena {
-            chunk: Mutex::new(BytesMut::new()),
+            state: Mutex::new(ArenaState {
+                chunk: BytesMut::new(),
+                allocated: 0,
+            }),
         }
     }
 
@@ -148,22 +162,24 @@ impl Arena {
     /// newly allocated for it (a new chunk's size, or 0).
     fn store(&self, key: &[u8], value: &[u8]) -> (Bytes, usize) {
         let len = key.len() + value.len();
-        if len > ARENA_CHUNK / 4 {
+        let mut state = self.state.lock();
+        let next_chunk = state.allocated.clamp(FIRST_CHUNK, LARGEST_CHUNK);
+        if len > next_chunk / 4 {
             let mut own = BytesMut::with_capacity(len);
             own.extend_from_slice(key);
             own.extend_from_slice(value);
             return (own.freeze(), len);
         }
-        let mut chunk = self.chunk.lock();
         let mut allocated = 0;
-        if chunk.capacity() < len {
-            *chunk = BytesMut::with_capacity(ARENA_CHUNK);
-            allocated = ARENA_CHUNK;
+        if state.chunk.capacity() < len {
+            state.chunk = BytesMut::with_capacity(next_chunk);
+            state.allocated += next_chunk;
+            allocated = next_chunk;
         }
-        chunk.extend_from_slice(key);
-        chunk.extend_from_slice(value);
+        state.chunk.extend_from_slice(key);
+        state.chunk.extend_from_slice(value);
         // `split` hands out the filled front and keeps the free room: no copy.
-        (chunk.split().freeze(), allocated)
+        (state.chunk.split().freeze(), allocated)
     }
 }
 
@@ -376,28 +392,33 @@ mod tests {
     }
 
     #[test]
-    fn the_arena_fills_chunks_and_gives_a_large_entry_its_own() -> Result<()> {
+    fn arena_chunks_grow_with_the_memtable_and_a_large_entry_gets_its_own() -> Result<()> {
         let m = Memtable::new();
         let value = [7u8; 100];
-        let key_len = key::encode(b"row0000", b"c", 1, 1, Kind::Put).len();
-        let per_chunk = ARENA_CHUNK / (key_len + value.len());
-        let n = 2 * per_chunk + 1;
-        for i in 0..n as u64 {
-            put(&m, format!("row{i:04}").as_bytes(), b"c", 1, i + 1, &value);
+        let entry = key::encode(b"row0000", b"c", 1, 1, Kind::Put).len() + value.len();
+        let mut chunks = Vec::new();
+        let mut n = 0u64;
+        while chunks.len() < 6 {
+            let before = m.bytes();
+            n += 1;
+            put(&m, format!("row{n:04}").as_bytes(), b"c", 1, n, &value);
+            let grew = m.bytes() - before - NODE_OVERHEAD;
+            if grew > 0 {
+                chunks.push(grew);
+            }
         }
+        // Each chunk as big as all before it: 4, 4, 8, 16, 32, then 64 KiB at most.
+        assert_eq!(chunks, [4 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10]);
+        // The chunk before the last held as many entries as fit in it.
         assert_eq!(
-            m.bytes(),
-            3 * ARENA_CHUNK + n * NODE_OVERHEAD,
-            "three chunks, one node each"
+            n as usize - 1,
+            [4, 4, 8, 16, 32].iter().map(|k| (k << 10) / entry).sum::<usize>()
         );
-        let large = vec![9u8; ARENA_CHUNK / 4];
-        put(&m, b"zlarge", b"c", 1, n as u64 + 1, &large);
+        let large = vec![9u8; LARGEST_CHUNK / 4];
+        let before = m.bytes();
+        put(&m, b"zlarge", b"c", 1, n + 1, &large);
         let large_entry = key::encode(b"zlarge", b"c", 1, 1, Kind::Put).len() + large.len();
-        assert_eq!(
-            m.bytes(),
-            3 * ARENA_CHUNK + large_entry + (n + 1) * NODE_OVERHEAD,
-            "an entry over a quarter of a chunk is allocated alone"
-        );
+        assert_eq!(m.bytes() - before, large_entry + NODE_OVERHEAD, "allocated alone");
         let mut seen = 0;
         m.for_each(|k, v| {
             let row = key::parse(k).map(|k| k.row).unwrap_or_default();
@@ -407,9 +428,6 @@ mod tests {
             Ok(())
         })?;
         assert_eq!(seen, n + 1);
-        // The chunk being filled still has room: the next small entry takes no new chunk.
-        put(&m, b"zz", b"c", 1, n as u64 + 2, b"v");
-        assert_eq!(m.bytes(), 3 * ARENA_CHUNK + large_entry + (n + 2) * NODE_OVERHEAD);
         Ok(())
     }
 
