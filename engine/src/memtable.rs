@@ -303,6 +303,19 @@ impl Memtable {
     }
 }
 
+/// Pins the skip lists' memory reclamation (crossbeam's epoch) for the
+/// length of one read; drop the guard when the read is done.
+///
+/// Every skip-list operation pins the epoch for itself: a seek once, a
+/// cursor's step twice (once to move, once to let go of the node it leaves).
+/// A first pin is a fenced atomic write, and every 128th tries to reclaim
+/// memory; a pin inside another is a counter increment. So a read that walks
+/// a memtable pins once around the whole walk. (Only around one call: a
+/// thread pinned for long holds back reclamation for every skip list.)
+pub(crate) fn pin_for_read() -> crossbeam_epoch::Guard {
+    crossbeam_epoch::pin()
+}
+
 type Position<'a> = Option<crossbeam_skiplist::map::Entry<'a, MemEntry, ()>>;
 
 self_cell::self_cell!(

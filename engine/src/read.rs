@@ -22,6 +22,7 @@ use cellar_sstable::ReadCost;
 
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
+use crate::memtable;
 use crate::merge::MergeIterator;
 use crate::source::{sources, Cursor, RowKey, Source};
 use crate::trace::{Settled, SourceTrace, Trace};
@@ -211,6 +212,7 @@ impl Snapshot {
         column: impl AsRef<[u8]>,
     ) -> Result<(Option<Cell>, Trace)> {
         let fam = self.family(family)?;
+        let _pin = memtable::pin_for_read();
         let (row, column) = (row.as_ref(), column.as_ref());
         let cell_prefix = key::cell_prefix(row, column);
         // The cell prefix starts with the encoded row: `escaped(row) 00 01`.
@@ -330,6 +332,7 @@ impl Snapshot {
     /// an untraced read never builds).
     fn read_slice(&self, family: &str, row: &[u8], columns: &ColumnRange) -> Result<(Vec<Cell>, RangeRead)> {
         let fam = self.family(family)?;
+        let _pin = memtable::pin_for_read();
         let row_prefix = key::row_prefix(row);
         let start = match &columns.from {
             Some(from) => {
@@ -377,6 +380,7 @@ impl Snapshot {
     /// The rows of a range, as an iterator of rows (latest version of each live column).
     pub fn scan(&self, family: &str, rows: &RowRange) -> Result<Scan> {
         let fam = self.family(family)?;
+        let _pin = memtable::pin_for_read();
         let (start, end) = rows.key_range();
         let read = RangeRead::new(self, fam, start, end, None, 1)?;
         Ok(Scan {
@@ -409,6 +413,13 @@ struct RangeRead {
     /// Whether the last settled cell skipped needed a seek (see
     /// [`RangeRead::skip_settled_cell`]).
     versions_piled: bool,
+    /// For a scan: the column names of the last row, by position, and the
+    /// position of the next cell in its row. Rows of a family mostly share
+    /// their columns, so a cell whose name matches the last row's at its
+    /// position shares that name (a reference count) instead of copying its
+    /// own (an allocation per cell). `None` for a read of one row.
+    columns: Option<Vec<Bytes>>,
+    column_at: usize,
 }
 
 impl RangeRead {
@@ -489,6 +500,8 @@ impl RangeRead {
             row: Bytes::new(),
             new_row: false,
             versions_piled: false,
+            columns: row.is_none().then(Vec::new),
+            column_at: 0,
         })
     }
 
@@ -519,9 +532,15 @@ impl RangeRead {
                     self.row_prefix.clear();
                     self.row_prefix.extend_from_slice(row_prefix);
                     self.row = key::unescaped(row_prefix.get(..row_prefix.len().saturating_sub(2)).unwrap_or_default());
+                    self.column_at = 0;
                 }
+                let column = match &mut self.columns {
+                    Some(names) => Self::shared_column(names, self.column_at, column),
+                    None => key::unescaped(column),
+                };
+                self.column_at += 1;
                 let cell = Cell {
-                    column: key::unescaped(column),
+                    column,
                     timestamp,
                     value: self.merge.value(),
                 };
@@ -531,6 +550,23 @@ impl RangeRead {
             self.merge.next()?;
         }
         Ok(None)
+    }
+
+    /// The name of the cell at position `at` of its row, from its escaped
+    /// form: the last row's name at that position when it is the same
+    /// column, else a copy, which replaces the last row's names from `at` on.
+    fn shared_column(names: &mut Vec<Bytes>, at: usize, escaped: &[u8]) -> Bytes {
+        // An escaped column with no zero byte is the column itself.
+        if let Some(name) = names
+            .get(at)
+            .filter(|name| !escaped.contains(&0) && name.as_ref() == escaped)
+        {
+            return name.clone();
+        }
+        let name = key::unescaped(escaped);
+        names.truncate(at);
+        names.push(name.clone());
+        name
     }
 
     /// Moves past the rest of a cell the visibility rule has settled (its
@@ -618,6 +654,7 @@ impl Scan {
         if self.remaining == 0 {
             return Ok(None);
         }
+        let _pin = memtable::pin_for_read();
         let first = match self.pending.take() {
             Some(p) => p,
             None => match self.read.next_cell()? {
