@@ -688,3 +688,44 @@ impl Iterator for Scan {
         self.next_row().transpose()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{RowRange, Store, StoreOptions};
+
+    #[test]
+    fn a_scan_shares_a_column_name_with_the_last_row_that_had_it_at_that_position() -> crate::Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
+        let store = Store::open(dir.path(), StoreOptions::default().family("f"))?;
+        for (row, columns) in [
+            ("r1", ["a", "b"]),
+            ("r2", ["a", "b"]),
+            ("r3", ["a", "c"]),
+            ("r4", ["a", "c"]),
+        ] {
+            for column in columns {
+                store.put("f", row, column, format!("{row}{column}"))?;
+            }
+        }
+        let (rows, _) = store.scan_traced("f", &RowRange::all())?;
+        let names: Vec<Vec<(&[u8], *const u8)>> = rows
+            .iter()
+            .map(|r| r.cells.iter().map(|c| (&c.column[..], c.column.as_ptr())).collect())
+            .collect();
+        let columns: Vec<Vec<&[u8]>> = names.iter().map(|r| r.iter().map(|c| c.0).collect()).collect();
+        assert_eq!(columns, [[b"a", b"b"], [b"a", b"b"], [b"a", b"c"], [b"a", b"c"]]);
+        // `a` is one name for all four rows; `b` for the first two, `c` for the last two.
+        let at = |row: usize, cell: usize| names[row][cell].1;
+        assert!((1..4).all(|row| at(row, 0) == at(0, 0)));
+        assert_eq!(
+            (at(1, 1) == at(0, 1), at(2, 1) == at(1, 1), at(3, 1) == at(2, 1)),
+            (true, false, true)
+        );
+        let values: Vec<&[u8]> = rows.iter().flat_map(|r| r.cells.iter().map(|c| &c.value[..])).collect();
+        assert_eq!(
+            values,
+            [&b"r1a"[..], b"r1b", b"r2a", b"r2b", b"r3a", b"r3c", b"r4a", b"r4c"]
+        );
+        Ok(())
+    }
+}

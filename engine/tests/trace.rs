@@ -218,6 +218,48 @@ fn a_row_read_steps_over_eight_superseded_versions_then_seeks_to_the_next_column
 }
 
 #[test]
+fn after_a_cell_that_needed_a_seek_the_next_cell_of_piled_versions_is_sought_at_once() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default())?;
+    for ts in 0..20 {
+        store.put_at("f", "hot", "a", ts, format!("a{ts}"))?;
+        store.put_at("f", "hot", "b", ts, format!("b{ts}"))?;
+    }
+
+    let (cells, trace) = store.get_row_traced("f", "hot")?;
+    let got: Vec<(&[u8], u64)> = cells.iter().map(|c| (&c.column[..], c.timestamp)).collect();
+    assert_eq!(got, vec![(&b"a"[..], 19), (&b"b"[..], 19)]);
+    // `a`: its newest version, the next one and 8 more stepped over, then a
+    // seek lands on `b`'s newest (11). `b`: the version after its newest is
+    // the only one examined before the seek that ends the row (12), where
+    // stepping first would have examined 8 more.
+    assert_eq!((trace.entries_examined(), trace.entries_returned), (12, 2));
+    Ok(())
+}
+
+#[test]
+fn a_seek_to_the_next_column_steps_onto_it_without_searching_the_file_again() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default())?;
+    store.put_at("f", "hot", "a", 0, "a0")?;
+    store.put_at("f", "hot", "b", 0, "b0")?;
+    store.flush()?;
+    for ts in 1..21 {
+        store.put_at("f", "hot", "a", ts, format!("a{ts}"))?;
+    }
+
+    let (cells, trace) = store.get_row_traced("f", "hot")?;
+    let got: Vec<(&[u8], u64)> = cells.iter().map(|c| (&c.column[..], c.timestamp)).collect();
+    assert_eq!(got, vec![(&b"a"[..], 20), (&b"b"[..], 0)]);
+    // Past `a`'s versions the read seeks to the next column: the memtable
+    // searches its skip list, the file is one step from `b` and takes it.
+    // The file's only index lookup is the one that opened it.
+    let file = &trace.sources[1];
+    assert_eq!((file.index_lookups, file.data_blocks, file.entries_examined), (1, 1, 2));
+    Ok(())
+}
+
+#[test]
 fn flush_writes_only_the_versions_a_reader_can_still_see() -> TestResult {
     let dir = tempfile::tempdir()?;
     let store = store_with(dir.path(), FamilyOptions::default().max_versions(2))?;
