@@ -756,12 +756,17 @@ impl TableIter {
     /// Reads data block `position` of the index through the choke point and
     /// makes it current; past the last block the iterator becomes invalid.
     fn load_block(&mut self, position: usize) -> Result<Option<&mut BlockIter>> {
-        self.block = None;
+        // The cursor on the block left behind hands its buffers on.
+        let previous = self.block.take();
         let Some(block) = self.table.read_block(position, &mut self.cost, self.file.as_ref())? else {
             return Ok(None);
         };
         self.block_index = position;
-        Ok(Some(self.block.insert(block.iter())))
+        let iter = match previous {
+            Some(previous) => previous.move_to(block),
+            None => block.into_iter_owned(),
+        };
+        Ok(Some(self.block.insert(iter)))
     }
 
     /// While the current block is exhausted, moves to the start of the next.

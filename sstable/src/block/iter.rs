@@ -39,14 +39,34 @@ pub struct BlockIter {
 impl BlockIter {
     /// A cursor over `block`, not yet positioned.
     pub(super) fn new(block: Block) -> BlockIter {
-        let recent = block.tail_copies.then(RecentBodies::default);
+        // Room for a typical key, so decoding the first few keys does not
+        // grow the buffer step by step.
+        BlockIter::with_buffers(block, Vec::with_capacity(64), Vec::new(), None)
+    }
+
+    /// A cursor over `block` that keeps this cursor's buffers (its key, its
+    /// probe, its recent bodies), not yet positioned: a reader moving on to
+    /// the next block of a file allocates nothing for it.
+    pub fn move_to(self, block: Block) -> BlockIter {
+        BlockIter::with_buffers(block, self.key, self.probe, self.recent)
+    }
+
+    fn with_buffers(block: Block, mut key: Vec<u8>, mut probe: Vec<u8>, recent: Option<RecentBodies>) -> BlockIter {
+        key.clear();
+        probe.clear();
+        let recent = match (block.tail_copies, recent) {
+            (false, _) => None,
+            (true, Some(mut recent)) => {
+                recent.restart();
+                Some(recent)
+            }
+            (true, None) => Some(RecentBodies::default()),
+        };
         BlockIter {
             block,
             next_offset: 0,
-            // Room for a typical key, so decoding the first few keys does not
-            // grow the buffer step by step.
-            key: Vec::with_capacity(64),
-            probe: Vec::new(),
+            key,
+            probe,
             value: 0..0,
             valid: false,
             next_restart: 0,

@@ -208,6 +208,12 @@ impl Block {
         BlockIter::new(self.clone())
     }
 
+    /// A cursor that takes the block over (no reference count to raise and
+    /// later drop, as [`Block::iter`] must for its copy).
+    pub fn into_iter_owned(self) -> BlockIter {
+        BlockIter::new(self)
+    }
+
     /// Size of the block in bytes, trailer of restarts included.
     pub fn size(&self) -> usize {
         self.contents.len()
