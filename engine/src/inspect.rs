@@ -405,8 +405,7 @@ pub fn deletions(snapshot: &Snapshot, family: &str) -> Result<Vec<Deletion>> {
                 let prefix = key::prefix(k);
                 if prefix != last.as_slice() {
                     last = prefix.to_vec();
-                    let parsed = key::parse(k)
-                        .ok_or_else(|| Error::corruption("<merged read>", 0, "an entry's key does not decode"))?;
+                    let parsed = key::parse(k).ok_or_else(|| merge.undecodable_key())?;
                     out.push(Deletion {
                         row: Bytes::from(parsed.row),
                         column: (kind == Kind::DeleteCell).then(|| Bytes::from(parsed.column)),
@@ -414,7 +413,8 @@ pub fn deletions(snapshot: &Snapshot, family: &str) -> Result<Vec<Deletion>> {
                     });
                 }
             }
-            _ => {}
+            Some(_) => {}
+            None => return Err(merge.undecodable_key()),
         }
         merge.next()?;
     }

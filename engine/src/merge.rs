@@ -12,7 +12,7 @@
 
 use bytes::Bytes;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::source::Cursor;
 
 /// A k-way merge of cursors by key.
@@ -84,6 +84,15 @@ impl MergeIterator {
     /// The current (smallest) key.
     pub fn key(&self) -> &[u8] {
         self.top().map(Cursor::key).unwrap_or(&[])
+    }
+
+    /// The error for the current entry, whose key does not decode: it names
+    /// the source that holds it.
+    pub fn undecodable_key(&self) -> Error {
+        match self.top() {
+            Some(cursor) => cursor.undecodable_key(),
+            None => Error::corruption("<merged read>", 0, "an entry's key does not decode"),
+        }
     }
 
     /// The current value.

@@ -517,6 +517,11 @@ impl RangeRead {
                 }
             }
             let entry_key = self.merge.key();
+            // The rule judges a key that does not decode hidden; a reader
+            // must not answer as if the entry were not there.
+            if key::suffix(entry_key).is_none() {
+                return Err(self.merge.undecodable_key());
+            }
             if self.visibility.judge(entry_key) == Verdict::Visible {
                 // A visible entry is a put: `row prefix ++ escaped(column) 00 01 ++ suffix`.
                 let row_prefix = self.visibility.row();
@@ -525,7 +530,7 @@ impl RangeRead {
                     body.get(row_prefix.len()..body.len().saturating_sub(2)),
                     key::suffix(entry_key),
                 ) else {
-                    return Err(Error::corruption("<merged read>", 0, "an entry's key does not decode"));
+                    return Err(self.merge.undecodable_key());
                 };
                 self.new_row = row_prefix != self.row_prefix.as_slice();
                 if self.new_row {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use cellar_sstable::{filter_hash, ReadCost, TableIter};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::key;
 use crate::memtable::{Hit, Memtable, MemtableCursor};
 use crate::trace::{Settled, SourceKind, SourceTrace};
@@ -160,7 +160,10 @@ impl Reader {
                 iter.seek(prefix)?;
                 while iter.valid() && iter.key().starts_with(prefix) {
                     trace.entries_examined += 1;
-                    if let Some(found) = key::suffix(iter.key()).filter(|&(_, seq, _)| seq <= snapshot) {
+                    let Some(found) = key::suffix(iter.key()) else {
+                        return Err(undecodable_key(iter));
+                    };
+                    if found.1 <= snapshot {
                         return Ok(Some((found, iter.value())));
                     }
                     iter.next()?;
@@ -198,6 +201,16 @@ impl Reader {
         cursor.check_valid();
         Ok(cursor)
     }
+}
+
+/// The error for an entry whose key does not decode (a block that passed its
+/// checksum yet holds nonsense): the table file and the block it stands in.
+fn undecodable_key(iter: &TableIter) -> Error {
+    Error::corruption(
+        iter.table().path(),
+        iter.block_offset(),
+        "an entry's key does not decode",
+    )
 }
 
 /// A cursor over a whole table file for a reader that walks it once in the
@@ -249,7 +262,7 @@ impl RunFiles {
     /// Opens the first file at `start`.
     fn open(files: Vec<(usize, Arc<TableFile>)>, start: &[u8], end: Option<Bytes>) -> Result<RunFiles> {
         let Some((_, first)) = files.first() else {
-            return Err(crate::error::Error::InvalidArgument("a run cursor needs a file".into()));
+            return Err(Error::InvalidArgument("a run cursor needs a file".into()));
         };
         let iter = Self::open_file(first, start, end.as_deref())?;
         Ok(RunFiles {
@@ -453,6 +466,17 @@ impl Cursor {
         match &self.inner {
             CursorInner::Run(r) => Some(r.opened(self.examined).collect()),
             _ => None,
+        }
+    }
+
+    /// The error for the entry the cursor is on, whose key does not decode:
+    /// a table's file and block. (A memtable holds only keys the store
+    /// encoded itself.)
+    pub fn undecodable_key(&self) -> Error {
+        match &self.inner {
+            CursorInner::Mem(_) => Error::corruption("<memtable>", 0, "an entry's key does not decode"),
+            CursorInner::Table(t) => undecodable_key(t),
+            CursorInner::Run(r) => undecodable_key(&r.iter),
         }
     }
 

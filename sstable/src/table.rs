@@ -719,6 +719,12 @@ impl TableIter {
         &self.table
     }
 
+    /// The file offset of the data block the iterator stands in (for an
+    /// error about the entry it is on).
+    pub fn block_offset(&self) -> u64 {
+        self.table.index.get(self.block_index).map_or(0, |e| e.handle.offset)
+    }
+
     fn seek_to_first_inner(&mut self) -> Result<()> {
         if let Some(block) = self.load_block(0)? {
             block.seek_to_first()?;
