@@ -70,8 +70,13 @@ pub struct StoreOptions {
     /// When the log is synced (default [`SyncPolicy::Never`], as RocksDB and LevelDB default).
     pub sync: SyncPolicy,
     /// Once the live log segments together pass this many bytes, the families
-    /// holding the oldest segment are flushed so the log can be trimmed
-    /// (default 256 MiB): this is how an idle family is kept from pinning the log.
+    /// whose memtables hold the oldest segment are flushed, so that it can be
+    /// deleted: this is how a family written rarely is kept from pinning the
+    /// log (RocksDB's `max_total_wal_size`). 0, the default, means four times
+    /// the largest memtable the store has filled (RocksDB's 0 means four times
+    /// its memtable limits; a family's memtable may be limited by entries
+    /// here, so the size memtables reach is what counts): room for every
+    /// family's memtables to fill and wait for their flush, and no more.
     pub max_log_bytes: u64,
     /// Writers wait when a family has this many memtables waiting to be flushed
     /// (default 2). This bounds memory at about (1 + this) × the memtable size;
@@ -97,7 +102,7 @@ impl Default for StoreOptions {
         StoreOptions {
             create_if_missing: true,
             sync: SyncPolicy::Never,
-            max_log_bytes: 256 << 20,
+            max_log_bytes: 0,
             max_immutable_memtables: 2,
             families: Vec::new(),
             salvage_log: false,

@@ -608,6 +608,41 @@ fn an_idle_family_does_not_pin_the_log() -> TestResult {
     Ok(())
 }
 
+/// The default bound (`max_log_bytes` 0) follows the memtables' size: with
+/// small memtables, an idle family's one old write pins a few segments, not
+/// every segment written since (it used to pin 256 MiB of them).
+#[test]
+fn by_default_an_idle_family_pins_a_few_segments_however_small_the_memtables() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let options = || {
+        StoreOptions::default()
+            .family("idle")
+            .family_with("busy", FamilyOptions::default().memtable_max_entries(20))
+    };
+    let store = Store::open(dir.path(), options())?;
+    store.put("idle", "once", "col", "only write")?;
+    let mut most_logs = 0;
+    for i in 0..4000 {
+        store.put("busy", format!("row{:05}", i % 1000), "col", format!("{i:0>100}"))?;
+        if i % 100 == 99 {
+            most_logs = most_logs.max(log_files(dir.path()).len());
+        }
+    }
+    store.wait_for_background_work()?;
+    // 200 rotations, each closing a segment of ~3 KB; the live log may hold
+    // four memtables of ~6 KB, so about eight segments, plus the ones flushes
+    // in progress still hold.
+    assert!(most_logs <= 14, "at some point {most_logs} log segments were live");
+    drop(store);
+    let store = Store::open(dir.path(), options())?;
+    assert_eq!(value_of(&store, "idle", "once", "col")?.as_deref(), Some("only write"));
+    assert_eq!(
+        value_of(&store, "busy", "row00999", "col")?,
+        Some(format!("{:0>100}", 3999))
+    );
+    Ok(())
+}
+
 #[test]
 fn buffered_log_keeps_every_write_across_a_clean_close() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;

@@ -118,6 +118,9 @@ pub(crate) struct Inner {
     /// Log segments not yet deleted, with their sizes (the current one included).
     pub live_logs: Mutex<BTreeMap<u64, u64>>,
     pub log_bytes: AtomicU64,
+    /// The largest memtable frozen because it was full, in bytes: with
+    /// `max_log_bytes` 0, the live log may hold four times this (see `rotate`).
+    pub largest_full_memtable: AtomicU64,
     /// Group commit: the log position (segment, offset) known to be on stable
     /// storage. A writer waiting for its fsync holds this lock; whoever gets it
     /// first syncs everything appended so far, and the writers queued behind
@@ -571,6 +574,7 @@ impl Inner {
             manifest: Mutex::new(manifest),
             live_logs: Mutex::new(BTreeMap::from([(log_number, 0)])),
             log_bytes: AtomicU64::new(0),
+            largest_full_memtable: AtomicU64::new(0),
             durable: Mutex::new((log_number, 0)),
             appended: Mutex::new((log_number, 0)),
             background: Mutex::new(Background::default()),

@@ -141,6 +141,12 @@ impl Inner {
             })
             .collect();
         if !full.is_empty() {
+            for id in &full {
+                if let Some(f) = version.families.get(id) {
+                    self.largest_full_memtable
+                        .fetch_max(f.active.bytes() as u64, Ordering::Relaxed);
+                }
+            }
             self.rotate(w, &full)?;
         }
         drop(guard);
@@ -213,7 +219,7 @@ impl Inner {
             // segments pass the limit, families still holding the oldest one
             // are flushed too.
             let total: u64 = logs.values().sum();
-            if total > self.options.max_log_bytes {
+            if total > self.max_log_bytes() {
                 if let Some(&oldest) = logs.keys().next() {
                     for (id, fam) in &self.current().families {
                         if fam.active.first_log().is_some_and(|l| l <= oldest) && !freeze.contains(id) {
@@ -242,6 +248,26 @@ impl Inner {
         })?;
         self.signal(Job::Flush);
         Ok(())
+    }
+
+    /// How many bytes the live log segments may hold before the families
+    /// pinning the oldest one are flushed: `max_log_bytes`, or by default four
+    /// times the largest memtable filled so far (none filled yet: no limit,
+    /// since every segment then belongs to memtables still filling).
+    ///
+    /// Why four: each family needs the log from its oldest unflushed
+    /// memtable on, up to `max_immutable_memtables` full ones and the one
+    /// filling (three by default), so a busy family alone holds about three
+    /// memtables' worth. Anything beyond that is pinned by a family whose
+    /// memtable fills slowly, and flushing it early costs one small table.
+    fn max_log_bytes(&self) -> u64 {
+        match self.options.max_log_bytes {
+            0 => match self.largest_full_memtable.load(Ordering::Relaxed) {
+                0 => u64::MAX,
+                largest => largest.saturating_mul(4),
+            },
+            limit => limit,
+        }
     }
 
     /// Syncs the log (handing buffered records to the OS first). A failed
