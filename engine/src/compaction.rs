@@ -55,8 +55,7 @@
 
 use std::ops::Range;
 
-use crate::error::Result;
-use crate::key;
+use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::options::{Compaction, FamilyOptions};
 use crate::output::TableOutput;
@@ -350,13 +349,13 @@ impl Compactor {
         }
     }
 
-    /// Whether the entry with this key goes to the output.
-    pub fn keep(&mut self, entry_key: &[u8]) -> bool {
-        if key::suffix(entry_key).is_none() {
-            // Not an internal key: keep it, so compaction never loses bytes it does not understand.
-            return true;
-        }
-        match self.rule.judge(entry_key) {
+    /// Whether the entry with this key goes to the output; `None` if the key
+    /// does not decode. Such an entry is neither kept nor dropped: the caller
+    /// stops with a corruption naming the input that holds it, so compaction
+    /// never loses bytes it does not understand, nor copies them on as if
+    /// they were sound.
+    pub fn keep(&mut self, entry_key: &[u8]) -> Option<bool> {
+        Some(match self.rule.judge(entry_key)? {
             // Seen by readers at the horizon, or written after it (a reader
             // between the two must still find it, and what it would hide).
             Verdict::Visible | Verdict::Unwritten => true,
@@ -368,7 +367,7 @@ impl Compactor {
             // Hidden by a deletion, replaced by a later write with the same
             // timestamp, beyond max_versions, or expired: no reader sees it.
             Verdict::Hidden => false,
-        }
+        })
     }
 }
 
@@ -386,16 +385,19 @@ pub(crate) fn flush_memtable(
 ) -> Result<()> {
     let mut compactor = Compactor::new(horizon, options.max_versions, options.expire_before(now_ms), false);
     memtable.for_each(|k, value| {
-        if compactor.keep(k) {
-            out.add(k, value)?;
+        match compactor.keep(k) {
+            Some(true) => out.add(k, value),
+            Some(false) => Ok(()),
+            // A memtable holds only keys the store encoded itself.
+            None => Err(Error::corruption("<memtable>", 0, "an entry's key does not decode")),
         }
-        Ok(())
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key;
 
     #[test]
     fn similar_neighbours_are_merged_once_there_are_enough() {
@@ -621,25 +623,55 @@ mod tests {
         use crate::key::Kind;
         let k = |col: &str, ts, seq, kind| key::encode(b"r", col.as_bytes(), ts, seq, kind);
         let mut c = Compactor::new(u64::MAX, 1, 0, false);
-        assert!(
+        assert_eq!(
             c.keep(&k("", 50, 9, Kind::DeleteRow)),
+            Some(true),
             "not bottommost: the row tombstone stays"
         );
-        assert!(c.keep(&k("a", 60, 10, Kind::Put)), "newer than the row deletion");
-        assert!(!c.keep(&k("a", 40, 3, Kind::Put)), "hidden by the row deletion");
-        assert!(c.keep(&k("b", 70, 11, Kind::Put)));
-        assert!(!c.keep(&k("b", 65, 8, Kind::Put)), "beyond max_versions");
+        assert_eq!(
+            c.keep(&k("a", 60, 10, Kind::Put)),
+            Some(true),
+            "newer than the row deletion"
+        );
+        assert_eq!(
+            c.keep(&k("a", 40, 3, Kind::Put)),
+            Some(false),
+            "hidden by the row deletion"
+        );
+        assert_eq!(c.keep(&k("b", 70, 11, Kind::Put)), Some(true));
+        assert_eq!(c.keep(&k("b", 65, 8, Kind::Put)), Some(false), "beyond max_versions");
         let mut bottom = Compactor::new(u64::MAX, 2, 0, true);
-        assert!(
-            !bottom.keep(&k("c", 30, 5, Kind::DeleteCell)),
+        assert_eq!(
+            bottom.keep(&k("c", 30, 5, Kind::DeleteCell)),
+            Some(false),
             "bottommost: tombstone dropped"
         );
-        assert!(!bottom.keep(&k("c", 20, 4, Kind::Put)), "and what it hid");
-        assert!(bottom.keep(&k("d", 20, 4, Kind::Put)));
-        assert!(!bottom.keep(&k("d", 20, 2, Kind::Put)), "same timestamp, earlier write");
-        assert!(bottom.keep(&k("d", 10, 1, Kind::Put)), "second version kept");
+        assert_eq!(bottom.keep(&k("c", 20, 4, Kind::Put)), Some(false), "and what it hid");
+        assert_eq!(bottom.keep(&k("d", 20, 4, Kind::Put)), Some(true));
+        assert_eq!(
+            bottom.keep(&k("d", 20, 2, Kind::Put)),
+            Some(false),
+            "same timestamp, earlier write"
+        );
+        assert_eq!(
+            bottom.keep(&k("d", 10, 1, Kind::Put)),
+            Some(true),
+            "second version kept"
+        );
         let mut ttl = Compactor::new(u64::MAX, 1, 100, false);
-        assert!(!ttl.keep(&k("e", 99, 1, Kind::Put)), "expired");
+        assert_eq!(ttl.keep(&k("e", 99, 1, Kind::Put)), Some(false), "expired");
+    }
+
+    #[test]
+    fn an_entry_whose_key_does_not_decode_is_neither_kept_nor_dropped() {
+        use crate::key::Kind;
+        let mut c = Compactor::new(u64::MAX, 1, 0, true);
+        let sound = key::encode(b"r", b"a", 5, 1, Kind::Put);
+        assert_eq!(c.keep(b"too short for a suffix"), None);
+        // A sound suffix after a body with no row terminator.
+        let no_row = [&b"r"[..], &sound[sound.len() - key::SUFFIX_LEN..]].concat();
+        assert_eq!(c.keep(&no_row), None);
+        assert_eq!(c.keep(&sound), Some(true));
     }
 
     #[test]
@@ -648,13 +680,26 @@ mod tests {
         let k = |col: &str, ts, seq, kind| key::encode(b"r", col.as_bytes(), ts, seq, kind);
         // A reader may still be at sequence 5: it must find the version seq 9 replaces.
         let mut c = Compactor::new(5, 1, 0, true);
-        assert!(
+        assert_eq!(
             c.keep(&k("", 40, 8, Kind::DeleteRow)),
+            Some(true),
             "not yet visible to every reader"
         );
-        assert!(c.keep(&k("a", 30, 9, Kind::Put)), "not yet visible to every reader");
-        assert!(c.keep(&k("a", 20, 4, Kind::Put)), "the newest version at the horizon");
-        assert!(!c.keep(&k("a", 10, 3, Kind::Put)), "replaced before the horizon");
-        assert!(c.keep(&k("b", 10, 2, Kind::Put)));
+        assert_eq!(
+            c.keep(&k("a", 30, 9, Kind::Put)),
+            Some(true),
+            "not yet visible to every reader"
+        );
+        assert_eq!(
+            c.keep(&k("a", 20, 4, Kind::Put)),
+            Some(true),
+            "the newest version at the horizon"
+        );
+        assert_eq!(
+            c.keep(&k("a", 10, 3, Kind::Put)),
+            Some(false),
+            "replaced before the horizon"
+        );
+        assert_eq!(c.keep(&k("b", 10, 2, Kind::Put)), Some(true));
     }
 }

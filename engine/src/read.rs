@@ -517,12 +517,12 @@ impl RangeRead {
                 }
             }
             let entry_key = self.merge.key();
-            // The rule judges a key that does not decode hidden; a reader
-            // must not answer as if the entry were not there.
-            if key::suffix(entry_key).is_none() {
+            // A key that does not decode gets no verdict: it is damage, and
+            // the merge names the table and block that hold it.
+            let Some(verdict) = self.visibility.judge(entry_key) else {
                 return Err(self.merge.undecodable_key());
-            }
-            if self.visibility.judge(entry_key) == Verdict::Visible {
+            };
+            if verdict == Verdict::Visible {
                 // A visible entry is a put: `row prefix ++ escaped(column) 00 01 ++ suffix`.
                 let row_prefix = self.visibility.row();
                 let body = key::prefix(entry_key);

@@ -20,7 +20,7 @@ use crate::key;
 use crate::merge::MergeIterator;
 use crate::source::{sources, whole_file_cursor, Source};
 use crate::version::{FamilyVersion, Version};
-use crate::visibility::Visibility;
+use crate::visibility::{Verdict, Visibility};
 
 /// One table file, as `files` lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -231,7 +231,10 @@ fn family_stats(fam: &FamilyVersion, sequence: u64, now_ms: u64) -> Result<Famil
                 s.tombstones += u64::from(kind.is_tombstone());
             }
         }
-        if visibility.admit(k) {
+        let Some(verdict) = visibility.judge(k) else {
+            return Err(merge.undecodable_key());
+        };
+        if verdict == Verdict::Visible {
             s.live_entries += 1;
             s.live_bytes += bytes;
         }

@@ -112,31 +112,27 @@ impl Visibility {
     }
 
     /// The verdict on the entry with this internal key, which must come after
-    /// the previous one in cell order. A key that does not decode is `Hidden`.
-    pub fn judge(&mut self, entry_key: &[u8]) -> Verdict {
-        let Some((ts, seq, kind)) = key::suffix(entry_key) else {
-            return Verdict::Hidden;
-        };
+    /// the previous one in cell order; `None` if the key does not decode.
+    ///
+    /// A key that does not decode is damage (a block that passed its checksum
+    /// yet holds nonsense), never a verdict: hiding it would answer "no such
+    /// cell" where the truth is unknown, and a compaction would drop it. The
+    /// caller reports it as corruption where it knows the entry's file and
+    /// block. The check is the decode the rule needs anyway: it costs nothing.
+    pub fn judge(&mut self, entry_key: &[u8]) -> Option<Verdict> {
+        let (ts, seq, kind) = key::suffix(entry_key)?;
         let body = key::prefix(entry_key);
         if body != self.cell.as_slice() {
             // A new cell; a new row too unless it starts with the row's prefix
             // (which ends with a terminator that no row or column contains).
             if self.row.is_empty() || !body.starts_with(&self.row) {
                 self.start_row();
-                let Some(row) = key::row_part(entry_key) else {
-                    return Verdict::Hidden;
-                };
-                self.row.extend_from_slice(row);
+                self.row.extend_from_slice(key::row_part(entry_key)?);
             }
             self.start_cell();
             self.cell.extend_from_slice(body);
         }
-        self.judge_entry(ts, seq, kind)
-    }
-
-    /// Whether the entry with this key is a visible version (for counting).
-    pub fn admit(&mut self, entry_key: &[u8]) -> bool {
-        self.judge(entry_key) == Verdict::Visible
+        Some(self.judge_entry(ts, seq, kind))
     }
 
     /// The verdict on an entry of the current cell (or, for a row tombstone,
@@ -219,7 +215,22 @@ mod tests {
 
     /// The verdicts on a stream of entries, in order.
     fn verdicts(rule: &mut Visibility, stream: &[Vec<u8>]) -> Vec<Verdict> {
-        stream.iter().map(|entry| rule.judge(entry)).collect()
+        stream.iter().filter_map(|entry| rule.judge(entry)).collect()
+    }
+
+    #[test]
+    fn a_key_that_does_not_decode_gets_no_verdict() {
+        let mut rule = Visibility::new(u64::MAX, 1, 0);
+        let sound = k("r", "c", 9, 1, Kind::Put);
+        let suffix = &sound[sound.len() - key::SUFFIX_LEN..];
+        let mut no_kind = sound.clone();
+        if let Some(tag_end) = no_kind.last_mut() {
+            *tag_end = 0x80; // the stored tag is inverted: kind 0x7f
+        }
+        assert_eq!(rule.judge(b"short"), None);
+        assert_eq!(rule.judge(&no_kind), None);
+        assert_eq!(rule.judge(&[&b"no terminator"[..], suffix].concat()), None);
+        assert_eq!(rule.judge(&sound), Some(Visible));
     }
 
     #[test]

@@ -287,8 +287,9 @@ fn attack_every_block() {
 
 /// The table fixture stored raw, with one key's kind byte (the last byte of
 /// its suffix) made one no writer writes, and the block's checksum written
-/// again. Returns the store, the damaged row, and the table.
-fn a_key_of_no_kind() -> (tempfile::TempDir, String, PathBuf) {
+/// again. Returns the store, the damaged row, the table, and the offset of
+/// the damaged block.
+fn a_key_of_no_kind() -> (tempfile::TempDir, String, PathBuf, u64) {
     let dir = scratch();
     let relative = build(dir.path(), Compression::None);
     let path = dir.path().join(&relative);
@@ -317,16 +318,16 @@ fn a_key_of_no_kind() -> (tempfile::TempDir, String, PathBuf) {
     let crc = checksum(&bytes[start..end], bytes[end]);
     bytes[end + 1..end + BLOCK_TRAILER_LEN].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&path, bytes).unwrap();
-    (dir, row, path)
+    (dir, row, path, start as u64)
 }
 
 /// A key that does not decode is corruption naming its table, for a point
-/// read, a row read and a scan alike. (The visibility rule judges such a key
-/// hidden, and reads used to answer "no such cell" or leave the row out of a
-/// scan: a silent wrong answer where the damage is plain to see.)
+/// read, a row read and a scan alike. (The visibility rule used to judge
+/// such a key hidden, and reads answered "no such cell" or left the row out
+/// of a scan: a silent wrong answer where the damage is plain to see.)
 #[test]
 fn a_key_that_does_not_decode_is_corruption_not_a_missing_cell() {
-    let (dir, row, table) = a_key_of_no_kind();
+    let (dir, row, table, _) = a_key_of_no_kind();
     let store = Store::open(dir.path(), options(Compression::None)).unwrap();
     match store.get("f", &row, "c") {
         Err(e) => assert!(names_the_table(&e, &table), "{e}"),
@@ -341,4 +342,33 @@ fn a_key_that_does_not_decode_is_corruption_not_a_missing_cell() {
         Err(e) => assert!(names_the_table(&e, &table), "{e}"),
         Ok(rows) => panic!("a scan over a key that does not decode read {} rows", rows.len()),
     }
+}
+
+/// A compaction that meets a key that does not decode stops with a
+/// corruption naming the table and the block, and installs nothing: the
+/// damaged table stays as it was, and no output is left behind. (It used to
+/// drop such an entry when its row did not decode, or fail naming only the
+/// family's folder.) The statistics, which read every entry, say the same.
+#[test]
+fn a_compaction_over_a_key_that_does_not_decode_fails_naming_the_table_and_keeps_it() {
+    let (dir, _, table, block) = a_key_of_no_kind();
+    let store = Store::open(dir.path(), options(Compression::None)).unwrap();
+    let before = std::fs::read(&table).unwrap();
+    let names_the_block =
+        |e: &Error| matches!(e, Error::Corruption { file, offset, .. } if *file == table && *offset == block);
+    match store.compact("f") {
+        Err(e) => assert!(names_the_block(&e), "{e}"),
+        Ok(report) => panic!("a compaction over a key that does not decode wrote {report:?}"),
+    }
+    match store.stats() {
+        Err(e) => assert!(names_the_block(&e), "{e}"),
+        Ok(stats) => panic!("statistics over a key that does not decode: {stats:?}"),
+    }
+    let files: Vec<PathBuf> = std::fs::read_dir(dir.path().join("f"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files, [table.clone()]);
+    assert_eq!(std::fs::read(&table).unwrap(), before);
+    assert_eq!(store.tables().len(), 1);
 }

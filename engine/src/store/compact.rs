@@ -129,7 +129,12 @@ impl Inner {
         let mut seen = 0u64;
         let mut zeroed = Vec::new();
         while merge.valid() {
-            if compactor.keep(merge.key()) {
+            let Some(keep) = compactor.keep(merge.key()) else {
+                // Dropping `out` removes the files written so far; the
+                // inputs stay as they are.
+                return Err(merge.undecodable_key());
+            };
+            if keep {
                 let entry_key = if bottommost && key::suffix(merge.key()).is_some_and(|(_, seq, _)| seq <= horizon) {
                     key::zero_sequence_into(merge.key(), &mut zeroed);
                     zeroed.as_slice()
