@@ -368,7 +368,7 @@ fn a_compaction_over_a_key_that_does_not_decode_fails_naming_the_table_and_keeps
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(files, [table.clone()]);
+    assert_eq!(files, std::slice::from_ref(&table));
     assert_eq!(std::fs::read(&table).unwrap(), before);
     assert_eq!(store.tables().len(), 1);
 }
