@@ -426,6 +426,37 @@ fn run_and_kill_child(test: &str, sync: &str, dir: &Path) -> Result<Vec<u64>, Bo
 
 // ----------------------------------------------------------------- locking
 
+/// A child started while the store is open holds a copy of the `LOCK` file
+/// (and so its `flock`) from `fork` until `exec`; here the child sleeps 60 ms
+/// in that gap. Closing the store and opening it again meanwhile used to
+/// fail with `Error::Locked`; the open now waits the child out.
+#[test]
+fn a_reopen_waits_out_a_child_that_holds_the_lock_until_it_executes() -> TestResult {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(dir.path(), StoreOptions::default().family("a"))?;
+    store.put("a", "r", "c", "v")?;
+    let child = std::thread::spawn(|| {
+        let mut command = Command::new("true");
+        // SAFETY: the closure runs in the forked child before `exec` and only
+        // sleeps (nanosleep is async-signal-safe).
+        unsafe {
+            command.pre_exec(|| {
+                std::thread::sleep(std::time::Duration::from_millis(60));
+                Ok(())
+            });
+        }
+        command.status()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(15));
+    drop(store);
+    let reopened = Store::open(dir.path(), StoreOptions::default())?;
+    assert_eq!(value_of(&reopened, "a", "r", "c")?.as_deref(), Some("v"));
+    let status = child.join().map_err(|_| "the child's thread panicked")??;
+    assert!(status.success());
+    Ok(())
+}
+
 #[test]
 fn second_open_is_locked_until_the_first_store_is_dropped() -> TestResult {
     let dir = tempfile::tempdir()?;

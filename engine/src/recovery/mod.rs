@@ -44,6 +44,7 @@ use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use cellar_fs as fs;
 use cellar_sstable::BlockCache;
@@ -203,7 +204,24 @@ fn store_files(dir: &Path) -> Result<Option<String>> {
     Ok(None)
 }
 
-/// Takes the OS lock of the store's `LOCK` file.
+/// How long [`lock_store`] waits for a `LOCK` held by someone else before it
+/// reports [`Error::Locked`], and how long it sleeps between tries.
+///
+/// The lock is an `flock` (std's `File::try_lock`), which belongs to the open
+/// file, and a process that starts a child shares its open files with the
+/// child from `fork` until `exec` closes them (they are close-on-exec). So a
+/// program that closes a store and opens it again while another of its
+/// threads starts a child can find the lock still held, by the child, for
+/// that moment. LevelDB and RocksDB use `fcntl` locks instead, which a child
+/// does not inherit, at the price of a process-wide table of locked files
+/// (closing *any* descriptor of the file drops an `fcntl` lock). A short wait
+/// is the smaller cure; what it costs is that an open of a store another
+/// handle really holds reports `Locked` after this wait, not at once.
+const LOCK_WAIT: Duration = Duration::from_millis(200);
+const LOCK_RETRY: Duration = Duration::from_millis(2);
+
+/// Takes the OS lock of the store's `LOCK` file, waiting up to [`LOCK_WAIT`]
+/// for a holder to let go.
 pub(crate) fn lock_store(dir: &Path) -> Result<File> {
     let path = dir.join(files::LOCK);
     let file = File::options()
@@ -212,10 +230,14 @@ pub(crate) fn lock_store(dir: &Path) -> Result<File> {
         .write(true)
         .open(&path)
         .map_err(|e| Error::io(&path, e))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(TryLockError::WouldBlock) => Err(Error::Locked { dir: dir.to_path_buf() }),
-        Err(TryLockError::Error(e)) => Err(Error::io(&path, e)),
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(LOCK_RETRY),
+            Err(TryLockError::WouldBlock) => return Err(Error::Locked { dir: dir.to_path_buf() }),
+            Err(TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+        }
     }
 }
 
