@@ -18,21 +18,38 @@ pub(super) enum Compacted {
     Interrupted,
 }
 
+/// The family as a long merge needs it: its files, options and counters,
+/// not its memtables. A merge takes seconds; holding the version it started
+/// from would keep every memtable flushed meanwhile in memory until it ends
+/// (measured on a 1M-record YCSB load: peak anonymous memory 320 MiB with
+/// three 64 MiB memtables allowed, most of the excess memtables already
+/// flushed).
+pub(super) fn without_memtables(fam: &FamilyVersion) -> FamilyVersion {
+    FamilyVersion {
+        active: Arc::new(Memtable::new()),
+        frozen: Vec::new(),
+        ..fam.clone()
+    }
+}
+
 impl Inner {
     /// One automatic compaction, if some family needs one: whatever its
     /// strategy chooses ([`compaction::choose`]) from its files' shapes.
     pub(super) fn compact_minor(&self) -> Result<bool> {
-        let v = self.current();
-        for fam in v.families.values() {
-            if fam.options.compaction_trigger == 0 {
-                continue;
-            }
-            let lock = self.compaction_lock(fam.id);
+        let ids: Vec<u32> = self
+            .current()
+            .families
+            .values()
+            .filter(|f| f.options.compaction_trigger != 0)
+            .map(|f| f.id)
+            .collect();
+        for id in ids {
+            let lock = self.compaction_lock(id);
             let Some(_guard) = lock.try_lock() else {
                 continue;
             };
             let v = self.current();
-            let Some(fam) = v.families.get(&fam.id) else {
+            let Some(fam) = v.families.get(&id) else {
                 continue;
             };
             let shapes: Vec<FileShape<'_>> = fam.tables.iter().map(|t| t.shape()).collect();
@@ -55,8 +72,10 @@ impl Inner {
                 }) => {
                     let inputs: Vec<Arc<TableFile>> = inputs.into_iter().filter_map(by_id).collect();
                     let run = run.unwrap_or_else(|| self.next_file.fetch_add(1, Ordering::SeqCst));
+                    let fam = without_memtables(fam);
+                    drop(v);
                     // A compaction cut short by close ends the thread's work.
-                    return match self.run_compaction(fam, inputs, bottommost, level, run)? {
+                    return match self.run_compaction(&fam, inputs, bottommost, level, run)? {
                         Compacted::Installed(_) => Ok(true),
                         Compacted::Interrupted => Ok(false),
                     };
