@@ -944,3 +944,45 @@ fn levels_are_restored_by_reopen_and_read_only_open() -> Result<(), Box<dyn std:
     assert_eq!(shape(reader.tables()), before);
     Ok(())
 }
+
+/// `alter` switches a family between the strategies with its files in place:
+/// size-tiered runs (all at level 0) are merged down into levels, and levels
+/// are merged again by the size-tiered rule, every read right throughout.
+#[test]
+fn a_family_switched_between_strategies_keeps_every_cell() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let tiered = family_options(0).max_versions(1);
+    let leveled = tiered.clone().compaction(Compaction::Leveled {
+        base_bytes: 600,
+        multiplier: 2,
+    });
+    let store = Store::open(dir.path(), StoreOptions::default().family_with("f", tiered.clone()))?;
+    let mut expected = BTreeMap::new();
+    let mut write = |store: &Store, from: usize| -> Result<(), Box<dyn std::error::Error>> {
+        for i in from..from + 200 {
+            let row = format!("r{:02}", (i * 7) % 61);
+            store.put("f", &row, "c", format!("v{i}"))?;
+            expected.insert(row, format!("v{i}"));
+        }
+        store.wait_for_background_work()?;
+        for (row, value) in &expected {
+            let cell = store.get("f", row, "c")?.ok_or("a cell went missing")?;
+            assert_eq!(cell.value.as_ref(), value.as_bytes(), "{row}");
+        }
+        let rows = store.scan("f", &RowRange::all())?.count();
+        assert_eq!(rows, expected.len());
+        Ok(())
+    };
+    let deepest = |store: &Store| store.tables().iter().map(|t| t.level).max().unwrap_or(0);
+    write(&store, 0)?;
+    assert_eq!(deepest(&store), 0, "size-tiered keeps level 0");
+    store.alter_family("f", leveled)?;
+    write(&store, 200)?;
+    assert!(deepest(&store) > 0, "leveled merged the runs down");
+    store.alter_family("f", tiered)?;
+    write(&store, 400)?;
+    drop(store);
+    let store = Store::open(dir.path(), StoreOptions::default())?;
+    write(&store, 600)?;
+    Ok(())
+}
