@@ -109,6 +109,28 @@ pub(crate) struct FamilyCounters {
 }
 
 impl FamilyVersion {
+    /// A family as an open finds it: its table files (put in read order
+    /// here) and an empty memtable, before the log is replayed into it.
+    pub fn opened(
+        id: u32,
+        name: String,
+        options: FamilyOptions,
+        dir: PathBuf,
+        mut tables: Vec<Arc<TableFile>>,
+    ) -> Self {
+        FamilyVersion::order_tables(&mut tables);
+        FamilyVersion {
+            id,
+            name,
+            options: Arc::new(options),
+            dir,
+            active: Arc::new(Memtable::new()),
+            frozen: Vec::new(),
+            tables,
+            counters: Arc::new(FamilyCounters::default()),
+        }
+    }
+
     /// Puts table files in read order: level 0's runs newest first (by the
     /// largest sequence number they hold), then each deeper level (a leveled
     /// family's; every file of a size-tiered one is at level 0); the files

@@ -44,9 +44,8 @@ use crate::error::{Error, Result};
 use crate::files::{pending_path, table_path};
 use crate::log::{self, ReadMode};
 use crate::manifest::{self, FamilyState, ManifestState};
-use crate::memtable::Memtable;
 use crate::options::FamilyOptions;
-use crate::version::{FamilyCounters, FamilyVersion, TableFile, Version};
+use crate::version::{FamilyVersion, TableFile, Version};
 
 /// How many times the open starts again when a writer moved the store on
 /// while it read, and how long it waits before the first retry (doubling up
@@ -206,17 +205,13 @@ fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache) -> Result<F
         let table = Table::open_with_cache(&path, cache)?;
         tables.push(Arc::new(TableFile::new(meta.clone(), table, path)));
     }
-    FamilyVersion::order_tables(&mut tables);
-    Ok(FamilyVersion {
-        id: family.id,
-        name: family.name.clone(),
-        options: Arc::new(options),
-        dir: family_dir,
-        active: Arc::new(Memtable::new()),
-        frozen: Vec::new(),
+    Ok(FamilyVersion::opened(
+        family.id,
+        family.name.clone(),
+        options,
+        family_dir,
         tables,
-        counters: Arc::new(FamilyCounters::default()),
-    })
+    ))
 }
 
 /// A point where a unit test runs code in a read-only open of a given

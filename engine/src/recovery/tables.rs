@@ -32,10 +32,9 @@ use cellar_sstable::{BlockCache, Table};
 use crate::error::{Error, Result};
 use crate::files::{self, pending_path, table_path, TableName};
 use crate::manifest::{FamilyState, Manifest, ManifestState};
-use crate::memtable::Memtable;
 use crate::options::{validate_family_name, FamilyOptions};
 use crate::output::PendingTable;
-use crate::version::{FamilyCounters, FamilyVersion, TableFile};
+use crate::version::{FamilyVersion, TableFile};
 
 /// What the table step found.
 pub(super) struct Found {
@@ -141,17 +140,13 @@ fn open_family(
             .roll_forward
             .push((family.id, PendingTable::found(meta.clone(), &family_dir)));
     }
-    FamilyVersion::order_tables(&mut tables);
-    Ok(FamilyVersion {
-        id: family.id,
-        name: family.name.clone(),
-        options: Arc::new(options),
-        dir: family_dir,
-        active: Arc::new(Memtable::new()),
-        frozen: Vec::new(),
+    Ok(FamilyVersion::opened(
+        family.id,
+        family.name.clone(),
+        options,
+        family_dir,
         tables,
-        counters: Arc::new(FamilyCounters::default()),
-    })
+    ))
 }
 
 /// A folder that holds listed-name table files for a family the manifest
