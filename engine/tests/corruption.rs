@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use cellar_engine::{Compression, Error, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
 use cellar_sstable::{BlockKind, Codec, Table, FOOTER_LEN, FORMAT_VERSION};
+use cellar_testkit::dirs::{copy_store, scratch};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 type Model = BTreeMap<String, String>;
@@ -55,19 +56,6 @@ fn row(i: usize) -> String {
 
 fn value(i: usize) -> String {
     format!("value-{i}-{}", "x".repeat(i % 37))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else if entry.file_name() != "LOCK" {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn files_with_suffix(dir: &Path, suffix: &str) -> Vec<PathBuf> {
@@ -250,7 +238,7 @@ fn table_store(dir: &Path, family: &FamilyOptions) -> (Model, PathBuf) {
 /// Runs `damage` on a fresh copy of `pristine`, then checks with `check`.
 fn on_a_copy(pristine: &Path, damage: impl FnOnce(&Path), check: impl FnOnce(&Path)) {
     let copy = tempfile::tempdir().unwrap();
-    copy_dir(pristine, copy.path());
+    copy_store(pristine, copy.path());
     damage(copy.path());
     check(copy.path());
 }
@@ -400,17 +388,6 @@ fn truncated_table_is_corruption_of_the_table_with(family: FamilyOptions) -> Tes
 }
 
 // ------------------------------------------------ manifest and log matrix
-
-/// A folder for one matrix case: in `/dev/shm` when it exists (see the top).
-fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(dir) = tempfile::tempdir_in(shm) {
-            return dir;
-        }
-    }
-    tempfile::tempdir().unwrap()
-}
 
 /// Every file under `dir` but `LOCK`, with its bytes.
 fn file_contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -575,7 +552,7 @@ fn every_damage_to_the_manifest_is_reported_at_its_record_and_repair_restores_ev
     for damage in Damage::all(len(&manifest)) {
         let case = format!("manifest {damage:?}");
         let copy = scratch();
-        copy_dir(pristine.path(), copy.path());
+        copy_store(pristine.path(), copy.path());
         let path = manifest_of(copy.path());
         damage.apply(&path);
         let before = file_contents(copy.path());
@@ -688,7 +665,7 @@ fn every_damage_to_every_log_segment_is_reported_or_is_a_crash_and_repair_keeps_
         for damage in Damage::all(len(segment)) {
             let case = format!("segment {index} {damage:?}");
             let copy = scratch();
-            copy_dir(pristine.path(), copy.path());
+            copy_store(pristine.path(), copy.path());
             let path = copy.path().join(&relative);
             damage.apply(&path);
             let before = file_contents(copy.path());
@@ -772,7 +749,7 @@ fn salvage_keeps_the_batches_before_the_damage_and_moves_the_rest_to_lost() -> T
     let relative = segments[0].strip_prefix(pristine.path())?.to_path_buf();
     let (second, _) = frames(&segments[0])[1];
     let copy = scratch();
-    copy_dir(pristine.path(), copy.path());
+    copy_store(pristine.path(), copy.path());
     flip_byte(&copy.path().join(&relative), second + 10);
     let mut salvage = log_options();
     salvage.salvage_log = true;
@@ -909,7 +886,7 @@ fn damage_to_alter_drop_and_truncate_records_is_reported_at_its_record_and_repai
     for damage in damages {
         let case = format!("manifest with family changes {damage:?}");
         let copy = scratch();
-        copy_dir(pristine.path(), copy.path());
+        copy_store(pristine.path(), copy.path());
         let path = manifest_of(copy.path());
         damage.apply(&path);
         let before = file_contents(copy.path());
@@ -958,7 +935,7 @@ fn every_damage_to_current_is_corruption_of_current_and_repair_finds_the_manifes
     for damage in Damage::all(len(&current)) {
         let case = format!("CURRENT {damage:?}");
         let copy = scratch();
-        copy_dir(pristine.path(), copy.path());
+        copy_store(pristine.path(), copy.path());
         let path = copy.path().join("CURRENT");
         damage.apply(&path);
         let before = file_contents(copy.path());
@@ -1063,7 +1040,7 @@ fn damage_to_log_records_of_a_dropped_family_is_corruption_and_repair_keeps_the_
     for at in 0..len(&pristine.path().join(&relative)) {
         let case = format!("older segment with a dropped family's writes: byte {at} flipped");
         let copy = scratch();
-        copy_dir(pristine.path(), copy.path());
+        copy_store(pristine.path(), copy.path());
         let path = copy.path().join(&relative);
         flip_byte(&path, at);
         let before = file_contents(copy.path());

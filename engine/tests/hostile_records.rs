@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use cellar_engine::{
     inspect, Compression, Error, FamilyOptions, ReadOnlyStore, RowRange, Store, StoreOptions, SyncPolicy,
 };
+use cellar_testkit::dirs::{copy_store, scratch};
 
 /// splitmix64: deterministic, so a failing case replays.
 struct Rng(u64);
@@ -142,25 +143,6 @@ fn mutate(payload: &[u8], rng: &mut Rng) -> Vec<u8> {
     out
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else if entry.file_name() != "LOCK" {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn scratch() -> tempfile::TempDir {
-    tempfile::tempdir_in("/dev/shm")
-        .or_else(|_| tempfile::tempdir())
-        .unwrap()
-}
-
 /// Reads every family of an opened store, every row, without a panic (an
 /// error is fine: the store may have opened on a record that lies).
 fn read_all(store: &Store) {
@@ -256,7 +238,7 @@ fn attack(pristine: &Path, relative: &Path, per_record: usize, seed: u64, tally:
             out.extend_from_slice(&frame(&changed));
             out.extend_from_slice(&bytes[offset + 8 + payload.len()..]);
             let copy = scratch();
-            copy_dir(pristine, copy.path());
+            copy_store(pristine, copy.path());
             let path: PathBuf = copy.path().join(relative);
             std::fs::write(&path, out).unwrap();
             let case = format!("{} record {index} at {offset}, change {attempt}", relative.display());

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use cellar_engine::{Compression, Error, FamilyOptions, ReadOnlyStore, RowRange, Store, StoreOptions, SyncPolicy};
 use cellar_sstable::{BlockKind, Table, BLOCK_TRAILER_LEN};
+use cellar_testkit::dirs::{copy_store, scratch};
 
 /// splitmix64: deterministic, so a failing case replays.
 struct Rng(u64);
@@ -119,25 +120,6 @@ fn mutate(bytes: &mut [u8], offset: usize, size: usize, rng: &mut Rng) -> String
     let crc = checksum(&bytes[contents], bytes[kind_at]);
     bytes[kind_at + 1..kind_at + BLOCK_TRAILER_LEN].copy_from_slice(&crc.to_le_bytes());
     what
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else if entry.file_name() != "LOCK" {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn scratch() -> tempfile::TempDir {
-    tempfile::tempdir_in("/dev/shm")
-        .or_else(|_| tempfile::tempdir())
-        .unwrap()
 }
 
 /// An error of a read: a corruption (or newer version) naming the table.
@@ -258,7 +240,7 @@ fn attack_every_block() {
                     block.kind, block.handle.offset, block.codec
                 );
                 let copy = scratch();
-                copy_dir(pristine.path(), copy.path());
+                copy_store(pristine.path(), copy.path());
                 let table = copy.path().join(&relative);
                 std::fs::write(&table, &bytes).unwrap();
                 cases += 1;

@@ -17,6 +17,7 @@ use cellar_engine::{
     ColumnRange, Error, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch, MAX_COLUMN_BYTES,
     MAX_ROW_BYTES, MAX_VALUE_BYTES,
 };
+use cellar_testkit::dirs::copy_store;
 
 type TestResult = Result<(), Box<dyn StdError>>;
 
@@ -734,19 +735,6 @@ fn manifest_of(dir: &Path) -> PathBuf {
     dir.join(current.trim_end())
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else if entry.file_name() != "LOCK" {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 /// Item 1 of the durability review: one row per open, three times (each open
 /// flushes the row the previous one logged), then a flush. A middle record of
 /// the manifest whose length field is set to run past the end of the file
@@ -771,7 +759,7 @@ fn a_middle_manifest_length_running_past_the_end_is_corruption_and_deletes_nothi
     let mut damaged = 0;
     for &(offset, _) in &records[1..records.len() - 1] {
         let copy = tempfile::tempdir()?;
-        copy_dir(pristine.path(), copy.path());
+        copy_store(pristine.path(), copy.path());
         let path = manifest_of(copy.path());
         // The length now runs one byte past the end of the file.
         let past_end = (size - offset - 8 + 1) as u32;

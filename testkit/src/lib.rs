@@ -6,7 +6,9 @@
 //! - [`fault`]: a power loss, simulated. A [`cellar_fs::FileSystem`] that
 //!   records, for every file under a watched folder, what the disk would keep
 //!   if power failed now, as LevelDB's fault-injection test does.
+//! - [`dirs`]: scratch folders and copies of a store for damage tests.
 
 #![deny(missing_docs)]
 
+pub mod dirs;
 pub mod fault;
