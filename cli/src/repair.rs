@@ -42,6 +42,13 @@ pub fn render(dir: &Path, report: &RepairReport) -> String {
             "  family {}{origin}: {} table file(s), {} entries; {} entries from the log\n",
             f.name, f.tables, f.table_entries, f.log_entries
         );
+        if f.tables_to_level_0 > 0 {
+            // A table it did not list fit no one level by its sequence numbers.
+            text += &format!(
+                "    {} table file(s) moved to level 0, to be merged with the tables found\n",
+                f.tables_to_level_0
+            );
+        }
     }
     text += &format!(
         "  log: {} record(s) replayed from {} segment(s)\n",

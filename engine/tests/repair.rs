@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cellar_engine::{Error, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy};
+use cellar_engine::{Compaction, Error, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -241,5 +241,124 @@ fn a_store_that_lost_current_is_not_created_again_and_repair_finds_its_manifest(
     let store = Store::open(dir.path(), options())?;
     assert_eq!(rows(&store, "a"), ["a0=v0", "a1=v1", "a2=v2", "a3=v3", "a4=v4"]);
     assert_eq!(rows(&store, "b"), ["b0=v0", "b1=v1"]);
+    Ok(())
+}
+
+/// A leveled family with tiny levels: base `base_bytes`, ×2, trigger `trigger`.
+fn leveled(base_bytes: u64, trigger: usize) -> FamilyOptions {
+    FamilyOptions::default()
+        .compaction(Compaction::Leveled {
+            base_bytes,
+            multiplier: 2,
+        })
+        .compaction_trigger(trigger)
+}
+
+/// Levels of family `e`'s tables, as `(level, tombstones)`, shallowest first.
+fn levels(store: &Store) -> Vec<(u32, u64)> {
+    let mut levels: Vec<(u32, u64)> = store
+        .tables()
+        .iter()
+        .filter(|t| t.family == "e")
+        .map(|t| (t.level, t.tombstones))
+        .collect();
+    levels.sort_unstable();
+    levels
+}
+
+/// A leveled family `e` with 40 rows `a..`/`z..` at level 6 (5 KiB, which
+/// make level 3 the base with a 1 KiB base size) and, written after them,
+/// `write` (row `r` only) flushed and moved to level 3. Automatic compaction
+/// is then turned off.
+fn leveled_store_with(dir: &Path, write: impl FnOnce(&Store)) {
+    let store = Store::open(dir, StoreOptions::default().family_with("e", leveled(1024, 1))).unwrap();
+    for i in 0..20 {
+        for row in [format!("a{i:02}"), format!("z{i:02}")] {
+            store.put_at("e", row, "c", 1, [b'v'; 128]).unwrap();
+        }
+    }
+    store.flush_family("e").unwrap();
+    store.wait_for_background_work().unwrap();
+    write(&store);
+    store.flush_family("e").unwrap();
+    store.wait_for_background_work().unwrap();
+    assert_eq!(levels(&store).iter().map(|l| l.0).collect::<Vec<_>>(), [3, 6]);
+    // Nothing compacts from here until the test says so.
+    store.alter_family("e", leveled(1024, 0)).unwrap();
+}
+
+/// Copies a table of family `e` written by a store of its own in `donor`
+/// into `dir`'s family `e` under number 900, one its manifest has not
+/// reached: a table the manifest does not list, as a compaction output
+/// whose record the damage took would be. Its sequence numbers are the
+/// donor's: lower than any `dir` gave after its first writes.
+fn lose_a_table_into(dir: &Path, donor: &Path, write: impl FnOnce(&Store)) {
+    {
+        let store = Store::open(donor, StoreOptions::default().family_with("e", leveled(1024, 0))).unwrap();
+        write(&store);
+        store.flush_family("e").unwrap();
+    }
+    let [table] = tables_of(donor, "e").try_into().unwrap();
+    std::fs::copy(table, dir.join("e").join("000900.sst")).unwrap();
+}
+
+/// Repairs `dir`, then lets family `e` compact on its own: with a base size
+/// of 1 GiB, level 6 is the base and level 3 above it, so level 3 is merged
+/// into level 6, a bottommost merge (it drops deletions) unless level 0
+/// holds two runs, which go first.
+fn repair_then_compact(dir: &Path) -> Store {
+    let report = Store::repair(dir).unwrap();
+    let moved: Vec<(&str, u64)> = report
+        .families
+        .iter()
+        .map(|f| (f.name.as_str(), f.tables_to_level_0))
+        .collect();
+    // The lost table's sequence numbers fit no one place (in the converse,
+    // the donor's deletion is older by sequence, newer by timestamp): both
+    // listed tables go to level 0 with it.
+    assert_eq!(moved, [("e", 2)]);
+    let store = Store::open(dir, StoreOptions::default()).unwrap();
+    assert_eq!(store.get("e", "r", "c").unwrap(), None, "a point read compares every source");
+    store.alter_family("e", leveled(1 << 30, 2)).unwrap();
+    store.wait_for_background_work().unwrap();
+    store
+}
+
+#[test]
+fn a_cell_in_a_lost_table_stays_deleted_by_a_listed_deletion_through_compaction() -> TestResult {
+    let (dir, donor) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    // The deletion (timestamp 2) is listed at level 3; the cell it deletes
+    // (timestamp 1, an older write) is in a table the manifest lost.
+    leveled_store_with(dir.path(), |store| store.delete_at("e", "r", "c", 2).unwrap());
+    lose_a_table_into(dir.path(), donor.path(), |store| {
+        store.put_at("e", "r", "c", 1, "deleted").unwrap()
+    });
+    let store = repair_then_compact(dir.path());
+    // Had the lost table gone to level 0 (newer than every level), the
+    // merge of level 3 into 6 would have been bottommost and dropped the
+    // deletion while the cell it hides lived on above it.
+    assert_eq!(store.get("e", "r", "c")?, None);
+    assert_eq!(rows(&store, "e").len(), 40);
+    // Every table went to level 0 and was merged as one into level 6.
+    assert_eq!(levels(&store), [(6, 0)]);
+    Ok(())
+}
+
+#[test]
+fn a_deletion_in_a_lost_table_still_hides_a_listed_cell_through_compaction() -> TestResult {
+    let (dir, donor) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    // The converse: the cell (timestamp 1) is listed at level 3, its
+    // deletion (timestamp 2) is in a lost table with older sequence numbers.
+    leveled_store_with(dir.path(), |store| store.put_at("e", "r", "c", 1, "deleted").unwrap());
+    lose_a_table_into(dir.path(), donor.path(), |store| store.delete_at("e", "r", "c", 2).unwrap());
+    let store = repair_then_compact(dir.path());
+    assert_eq!(store.get("e", "r", "c")?, None);
+    assert_eq!(rows(&store, "e").len(), 40);
+    // Had the lost table gone below level 3 (older than every level), the
+    // merge of its level would have dropped the deletion while the cell it
+    // hides lived on above it.
+    store.compact("e")?;
+    assert_eq!(store.get("e", "r", "c")?, None);
+    assert_eq!(levels(&store), [(6, 0)]);
     Ok(())
 }

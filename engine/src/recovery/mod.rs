@@ -35,6 +35,7 @@
 //! is the tool for a store that does not open.
 
 pub(crate) mod read_only;
+mod placement;
 mod repair;
 mod replay;
 mod tables;

@@ -20,7 +20,11 @@
 //!    damaged ranges (reading on at the next checksum-valid record), into
 //!    memtables, which are then written as table files. A segment with damage
 //!    is moved to `lost/` whole.
-//! 5. A new manifest holding all of it becomes live (`CURRENT` is switched
+//! 5. Each table the old manifest did not list (nor, so, place) goes to
+//!    level 0 if its sequence numbers say it is newer than what it would be
+//!    read before; else every table of its family goes to level 0
+//!    ([`super::placement`]).
+//! 6. A new manifest holding all of it becomes live (`CURRENT` is switched
 //!    atomically, last); the old manifest goes to `lost/`; the segments read
 //!    whole are deleted, their records being in tables now.
 //!
@@ -39,6 +43,7 @@ use std::sync::Arc;
 use cellar_sstable::{BlockCache, Table};
 
 use super::lock_store;
+use super::placement::{self, Found};
 use crate::batch;
 use crate::error::{Error, Result};
 use crate::files::{self, log_path, TableName};
@@ -87,6 +92,10 @@ pub struct RepairedFamily {
     pub table_entries: u64,
     /// Entries replayed from the log into new table files.
     pub log_entries: u64,
+    /// Tables the old manifest had below level 0 that repair put in level 0,
+    /// because a table it did not list could not be placed among them by
+    /// its sequence numbers (the family's next compaction merges them all).
+    pub tables_to_level_0: u64,
 }
 
 /// What [`crate::Store::repair`] recovered, and what it did not.
@@ -132,7 +141,8 @@ pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
     repair.gather_families();
     repair.gather_tables()?;
     let log = repair.replay_logs()?;
-    let new_tables = repair.write_log_tables(&log.memtables)?;
+    let mut new_tables = repair.write_log_tables(&log.memtables)?;
+    repair.place_tables(&mut new_tables);
     repair.write_manifest(&new_tables)?;
     repair.publish(new_tables)?;
     repair.set_aside(log)?;
@@ -262,7 +272,11 @@ impl Repair {
                     Ok(meta) => {
                         family.table_entries += meta.entries;
                         self.last_seq = self.last_seq.max(meta.max_seq);
-                        family.tables.push((meta, matches!(name, TableName::Pending(_))));
+                        family.tables.push(KeptTable {
+                            meta,
+                            pending: matches!(name, TableName::Pending(_)),
+                            listed: listed.is_some(),
+                        });
                     }
                     Err(e) => lose(&self.dir, &path, e.to_string(), &mut self.report)?,
                 }
@@ -357,7 +371,32 @@ impl Repair {
         Ok(tables)
     }
 
-    /// Step 5: a new manifest, a snapshot of every family and table found,
+    /// Step 5: the tables the old manifest did not place, placed by their
+    /// sequence numbers (see [`super::placement`]).
+    fn place_tables(&mut self, new_tables: &mut [(u32, PendingTable)]) {
+        for family in self.families.values_mut() {
+            let mut found: Vec<Found<'_>> = family
+                .tables
+                .iter_mut()
+                .map(|t| Found {
+                    meta: &mut t.meta,
+                    listed: t.listed,
+                })
+                .collect();
+            found.extend(
+                new_tables
+                    .iter_mut()
+                    .filter(|(id, _)| *id == family.id)
+                    .map(|(_, t)| Found {
+                        meta: &mut t.meta,
+                        listed: false,
+                    }),
+            );
+            family.tables_to_level_0 = placement::place(&mut found);
+        }
+    }
+
+    /// Step 6: a new manifest, a snapshot of every family and table found,
     /// made live by switching `CURRENT` to it.
     fn write_manifest(&mut self, new_tables: &[(u32, PendingTable)]) -> Result<()> {
         let manifest_number = self.next_number;
@@ -370,7 +409,7 @@ impl Repair {
             dropped: self.old.state.dropped.clone(),
         };
         for family in self.families.values() {
-            let mut tables: Vec<TableMeta> = family.tables.iter().map(|(meta, _)| meta.clone()).collect();
+            let mut tables: Vec<TableMeta> = family.tables.iter().map(|t| t.meta.clone()).collect();
             tables.extend(
                 new_tables
                     .iter()
@@ -395,9 +434,9 @@ impl Repair {
     fn publish(&self, new_tables: Vec<(u32, PendingTable)>) -> Result<()> {
         let no_cache = BlockCache::new(0);
         for family in self.families.values() {
-            for (meta, pending) in &family.tables {
-                if *pending {
-                    PendingTable::found(meta.clone(), &family.dir).publish(&no_cache)?;
+            for table in &family.tables {
+                if table.pending {
+                    PendingTable::found(table.meta.clone(), &family.dir).publish(&no_cache)?;
                 }
             }
         }
@@ -441,6 +480,7 @@ impl Repair {
                 tables: f.tables.len() as u64,
                 table_entries: f.table_entries,
                 log_entries: f.log_entries,
+                tables_to_level_0: f.tables_to_level_0,
             })
             .collect();
         self.report
@@ -454,10 +494,20 @@ struct Family {
     options: FamilyOptions,
     from_manifest: bool,
     dir: PathBuf,
-    /// Tables kept, and whether each is still under its pending name.
-    tables: Vec<(TableMeta, bool)>,
+    /// Tables kept.
+    tables: Vec<KeptTable>,
     table_entries: u64,
     log_entries: u64,
+    tables_to_level_0: u64,
+}
+
+/// A table file repair keeps.
+struct KeptTable {
+    meta: TableMeta,
+    /// Still under its pending name.
+    pending: bool,
+    /// The old manifest listed it (its level and run are the manifest's).
+    listed: bool,
 }
 
 impl Family {
@@ -471,6 +521,7 @@ impl Family {
             tables: Vec::new(),
             table_entries: 0,
             log_entries: 0,
+            tables_to_level_0: 0,
         }
     }
 }
