@@ -318,7 +318,11 @@ fn repair_then_compact(dir: &Path) -> Store {
     // listed tables go to level 0 with it.
     assert_eq!(moved, [("e", 2)]);
     let store = Store::open(dir, StoreOptions::default()).unwrap();
-    assert_eq!(store.get("e", "r", "c").unwrap(), None, "a point read compares every source");
+    assert_eq!(
+        store.get("e", "r", "c").unwrap(),
+        None,
+        "a point read compares every source"
+    );
     store.alter_family("e", leveled(1 << 30, 2)).unwrap();
     store.wait_for_background_work().unwrap();
     store
@@ -350,7 +354,9 @@ fn a_deletion_in_a_lost_table_still_hides_a_listed_cell_through_compaction() -> 
     // The converse: the cell (timestamp 1) is listed at level 3, its
     // deletion (timestamp 2) is in a lost table with older sequence numbers.
     leveled_store_with(dir.path(), |store| store.put_at("e", "r", "c", 1, "deleted").unwrap());
-    lose_a_table_into(dir.path(), donor.path(), |store| store.delete_at("e", "r", "c", 2).unwrap());
+    lose_a_table_into(dir.path(), donor.path(), |store| {
+        store.delete_at("e", "r", "c", 2).unwrap()
+    });
     let store = repair_then_compact(dir.path());
     assert_eq!(store.get("e", "r", "c")?, None);
     assert_eq!(rows(&store, "e").len(), 40);

@@ -34,8 +34,8 @@
 //! The store then starts with empty memtables. `repair` (in its own module)
 //! is the tool for a store that does not open.
 
-pub(crate) mod read_only;
 mod placement;
+pub(crate) mod read_only;
 mod repair;
 mod replay;
 mod tables;

@@ -108,8 +108,18 @@ mod tests {
     /// sequence numbers `seqs`.
     fn table(id: u64, run: u64, level: u32, rows: (&str, &str), seqs: (u64, u64)) -> TableMeta {
         let mut meta = TableMeta::empty(id, run, level);
-        meta.count(&key::encode(rows.0.as_bytes(), b"c", 1, seqs.0, Kind::Put), 1, seqs.0, false);
-        meta.count(&key::encode(rows.1.as_bytes(), b"c", 1, seqs.1, Kind::Put), 1, seqs.1, false);
+        meta.count(
+            &key::encode(rows.0.as_bytes(), b"c", 1, seqs.0, Kind::Put),
+            1,
+            seqs.0,
+            false,
+        );
+        meta.count(
+            &key::encode(rows.1.as_bytes(), b"c", 1, seqs.1, Kind::Put),
+            1,
+            seqs.1,
+            false,
+        );
         meta
     }
 
