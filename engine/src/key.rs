@@ -288,14 +288,22 @@ pub fn parse(key: &[u8]) -> Option<ParsedKey> {
 /// or `None` when there is none (the prefix is all `FF`). Used as the exclusive
 /// end of a prefix scan.
 pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut out = prefix.to_vec();
+    let mut out = Vec::new();
+    successor_into(prefix, &mut out).then_some(out)
+}
+
+/// [`prefix_successor`] written into `out` (cleared first), so a caller that
+/// needs many reuses one buffer; false, with `out` empty, when there is none.
+pub fn successor_into(prefix: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    out.extend_from_slice(prefix);
     while let Some(last) = out.pop() {
         if last < 0xFF {
             out.push(last + 1);
-            return Some(out);
+            return true;
         }
     }
-    None
+    false
 }
 
 #[cfg(test)]

@@ -353,7 +353,10 @@ impl Snapshot {
         let mut read = RangeRead::new(self, fam, start, end, Some(row), 1)?;
         let limit = columns.limit.unwrap_or(usize::MAX);
         if !columns.reverse {
-            let mut cells = Vec::new();
+            // Room for as many cells as the last row read had (rows of a
+            // family tend to be alike), within reason: one allocation, not
+            // one per doubling.
+            let mut cells = Vec::with_capacity(read.columns.len().min(limit).min(PRESIZED_CELLS));
             while cells.len() < limit {
                 match read.next_cell()? {
                     Some(cell) => cells.push(cell),
@@ -396,6 +399,19 @@ impl Snapshot {
 /// Versions of a settled cell a read steps over before it seeks past the rest.
 const SEQUENTIAL_SKIPS: usize = 8;
 
+/// At most this many cells of room are reserved for a slice up front.
+const PRESIZED_CELLS: usize = 256;
+
+thread_local! {
+    /// The column names of the last row read by a read of one row on this
+    /// thread (`get_row`, `slice`, `versions`), by position. A program that
+    /// reads rows of one family over and over (a record per row) meets the
+    /// same columns every time: its cells share these names, a reference
+    /// count each, instead of an allocation each. The names are immutable
+    /// and a few bytes; a row with other columns simply replaces them.
+    static LAST_ROW_COLUMNS: std::cell::Cell<Vec<Bytes>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// A merged, visibility-filtered walk over one family's key range.
 struct RangeRead {
     merge: MergeIterator,
@@ -405,21 +421,30 @@ struct RangeRead {
     traces: Vec<SourceTrace>,
     cursor_of: Vec<Option<usize>>,
     costs: Vec<ReadCost>,
-    /// The encoded row prefix of the last cell returned, and its row.
-    row_prefix: Vec<u8>,
+    /// The row of the last cell returned, and the visibility rule's count of
+    /// rows started when it was returned: a cell starts a row when the count
+    /// has moved since (no key comparison needed).
     row: Bytes,
+    row_number: u64,
     /// Whether the last cell returned started a row.
     new_row: bool,
     /// Whether the last settled cell skipped needed a seek (see
     /// [`RangeRead::skip_settled_cell`]).
     versions_piled: bool,
-    /// For a scan: the column names of the last row, by position, and the
-    /// position of the next cell in its row. Rows of a family mostly share
-    /// their columns, so a cell whose name matches the last row's at its
-    /// position shares that name (a reference count) instead of copying its
-    /// own (an allocation per cell). `None` for a read of one row.
-    columns: Option<Vec<Bytes>>,
+    /// The column names of the last row, by position, and the position of
+    /// the next cell in its row. Rows of a family mostly share their columns,
+    /// so a cell whose name matches the last row's at its position shares
+    /// that name (a reference count) instead of copying its own (an
+    /// allocation per cell). A scan keeps its own; a read of one row takes
+    /// the names of the last row read on this thread ([`LAST_ROW_COLUMNS`])
+    /// and leaves its own there when it is dropped.
+    columns: Vec<Bytes>,
     column_at: usize,
+    /// Whether this is a read of one row (see `columns`).
+    one_row: bool,
+    /// Where a seek past a settled cell's versions aims (kept, so a read
+    /// that seeks past many cells allocates its target once).
+    seek_target: Vec<u8>,
 }
 
 impl RangeRead {
@@ -496,12 +521,17 @@ impl RangeRead {
             traces,
             cursor_of,
             costs,
-            row_prefix: Vec::new(),
             row: Bytes::new(),
+            row_number: 0,
             new_row: false,
             versions_piled: false,
-            columns: row.is_none().then(Vec::new),
+            columns: match row {
+                Some(_) => LAST_ROW_COLUMNS.take(),
+                None => Vec::new(),
+            },
             column_at: 0,
+            one_row: row.is_some(),
+            seek_target: Vec::new(),
         })
     }
 
@@ -532,17 +562,13 @@ impl RangeRead {
                 ) else {
                     return Err(self.merge.undecodable_key());
                 };
-                self.new_row = row_prefix != self.row_prefix.as_slice();
+                self.new_row = self.visibility.rows_started() != self.row_number;
                 if self.new_row {
-                    self.row_prefix.clear();
-                    self.row_prefix.extend_from_slice(row_prefix);
+                    self.row_number = self.visibility.rows_started();
                     self.row = key::unescaped(row_prefix.get(..row_prefix.len().saturating_sub(2)).unwrap_or_default());
                     self.column_at = 0;
                 }
-                let column = match &mut self.columns {
-                    Some(names) => Self::shared_column(names, self.column_at, column),
-                    None => key::unescaped(column),
-                };
+                let column = Self::shared_column(&mut self.columns, self.column_at, column);
                 self.column_at += 1;
                 let cell = Cell {
                     column,
@@ -588,12 +614,10 @@ impl RangeRead {
         let patience = if self.versions_piled { 0 } else { SEQUENTIAL_SKIPS };
         let mut steps = 0;
         while self.merge.valid() && key::prefix(self.merge.key()) == self.visibility.cell() {
-            if steps == patience {
-                if let Some(next_cell) = key::prefix_successor(self.visibility.cell()) {
-                    self.merge.seek(&next_cell)?;
-                    self.versions_piled = true;
-                    return Ok(());
-                }
+            if steps == patience && key::successor_into(self.visibility.cell(), &mut self.seek_target) {
+                self.merge.seek(&self.seek_target)?;
+                self.versions_piled = true;
+                return Ok(());
             }
             self.merge.next()?;
             steps += 1;
@@ -632,6 +656,15 @@ impl RangeRead {
         Trace {
             sources,
             entries_returned: 0,
+        }
+    }
+}
+
+impl Drop for RangeRead {
+    /// A read of one row leaves its column names for the next one on this thread.
+    fn drop(&mut self) {
+        if self.one_row {
+            LAST_ROW_COLUMNS.set(std::mem::take(&mut self.columns));
         }
     }
 }
@@ -697,6 +730,40 @@ impl Iterator for Scan {
 #[cfg(test)]
 mod tests {
     use crate::{RowRange, Store, StoreOptions};
+
+    #[test]
+    fn row_reads_on_one_thread_share_column_names_with_the_last_row_read() -> crate::Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
+        let store = Store::open(dir.path(), StoreOptions::default().family("f"))?;
+        for (row, columns) in [("r1", ["a", "b"]), ("r2", ["a", "b"]), ("r3", ["a", "c"])] {
+            for column in columns {
+                store.put("f", row, column, format!("{row}{column}"))?;
+            }
+        }
+        // All three rows are held, so no name is freed and its address reused.
+        let rows = [
+            store.get_row("f", "r1")?,
+            store.get_row("f", "r2")?,
+            store.get_row("f", "r3")?,
+        ];
+        let cells: Vec<Vec<(&[u8], &[u8])>> = rows
+            .iter()
+            .map(|r| r.iter().map(|c| (&c.column[..], &c.value[..])).collect())
+            .collect();
+        assert_eq!(
+            cells,
+            [
+                [(&b"a"[..], &b"r1a"[..]), (b"b", b"r1b")],
+                [(b"a", b"r2a"), (b"b", b"r2b")],
+                [(b"a", b"r3a"), (b"c", b"r3c")],
+            ]
+        );
+        // r2 shares both names with r1; r3 shares `a` and has a name of its own for `c`.
+        let at = |row: usize, cell: usize| rows[row][cell].column.as_ptr();
+        assert_eq!((at(1, 0) == at(0, 0), at(1, 1) == at(0, 1)), (true, true));
+        assert_eq!((at(2, 0) == at(1, 0), at(2, 1) == at(1, 1)), (true, false));
+        Ok(())
+    }
 
     #[test]
     fn a_scan_shares_a_column_name_with_the_last_row_that_had_it_at_that_position() -> crate::Result<()> {

@@ -67,6 +67,8 @@ pub(crate) struct Visibility {
     last_ts: Option<u64>,
     /// Whether every later entry of the cell is hidden from this reader.
     cell_settled: bool,
+    /// Rows started so far (see [`Visibility::rows_started`]).
+    rows_started: u64,
 }
 
 impl Visibility {
@@ -84,11 +86,13 @@ impl Visibility {
             kept: 0,
             last_ts: None,
             cell_settled: false,
+            rows_started: 0,
         }
     }
 
     /// Starts a new row: forgets its deletion and its cell.
     pub fn start_row(&mut self) {
+        self.rows_started += 1;
         self.row.clear();
         self.row_deletion = None;
         self.start_cell();
@@ -191,6 +195,13 @@ impl Visibility {
     /// keeps `Unwritten` entries.)
     pub fn cell_settled(&self) -> bool {
         self.cell_settled
+    }
+
+    /// How many rows the walk has started: it moves exactly when an entry
+    /// (or [`Visibility::preset_row_deletion`]) starts a row, so a reader
+    /// tells whether two entries are of one row without comparing keys.
+    pub fn rows_started(&self) -> u64 {
+        self.rows_started
     }
 
     /// The encoded row prefix of the current row (empty before the first entry).
