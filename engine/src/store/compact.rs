@@ -85,6 +85,37 @@ impl Inner {
         Ok(false)
     }
 
+    /// Merges all of a family's files into one run (at the last level, for
+    /// a leveled family): the work of [`Store::compact`], once its memtable
+    /// is flushed. Like a minor compaction it merges a copy of the family
+    /// without memtables and lets the version go first: a major compaction
+    /// of a large family takes minutes, and writes go on meanwhile.
+    pub(super) fn compact_major(&self, id: u32, name: &str) -> Result<CompactionReport> {
+        let lock = self.compaction_lock(id);
+        let _guard = lock.lock();
+        let fam = {
+            let v = self.current();
+            let Some(fam) = v.families.get(&id) else {
+                return Err(Error::UnknownFamily(name.to_string()));
+            };
+            without_memtables(fam)
+        };
+        if fam.tables.is_empty() {
+            return Ok(CompactionReport::default());
+        }
+        let level = match fam.options.compaction {
+            crate::options::Compaction::SizeTiered => 0,
+            crate::options::Compaction::Leveled { .. } => compaction::LAST_LEVEL,
+        };
+        let run = self.next_file.fetch_add(1, Ordering::SeqCst);
+        match self.run_compaction(&fam, fam.tables.clone(), true, level, run)? {
+            Compacted::Installed(report) => Ok(report),
+            // Close runs only once no call holds the store, so no caller is
+            // here to see this; said plainly all the same.
+            Compacted::Interrupted => Err(Error::WritesStopped("the store is closing".into())),
+        }
+    }
+
     /// Moves one file to another level and run without rewriting it (its
     /// rows share no file there): one manifest edit, the same file.
     fn move_table(&self, fam: &FamilyVersion, file: &Arc<TableFile>, level: u32, run: Option<u64>) -> Result<()> {
@@ -143,6 +174,7 @@ impl Inner {
             cursors.push(source::whole_file_cursor(t)?);
         }
         let mut merge = MergeIterator::new(cursors);
+        self.hook("compaction::merging");
         let mut compactor = Compactor::new(horizon, fam.options.max_versions, expire_before, bottommost);
         let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, level, true);
         let mut seen = 0u64;

@@ -446,26 +446,7 @@ impl Store {
     pub fn compact(&self, family: &str) -> Result<CompactionReport> {
         let id = self.inner.family_id(family)?;
         self.inner.flush_and_wait(&[id])?;
-        let lock = self.inner.compaction_lock(id);
-        let _guard = lock.lock();
-        let v = self.inner.current();
-        let Some(fam) = v.families.get(&id) else {
-            return Err(Error::UnknownFamily(family.to_string()));
-        };
-        if fam.tables.is_empty() {
-            return Ok(CompactionReport::default());
-        }
-        let level = match fam.options.compaction {
-            crate::options::Compaction::SizeTiered => 0,
-            crate::options::Compaction::Leveled { .. } => compaction::LAST_LEVEL,
-        };
-        let run = self.inner.next_file.fetch_add(1, Ordering::SeqCst);
-        match self.inner.run_compaction(fam, fam.tables.clone(), true, level, run)? {
-            compact::Compacted::Installed(report) => Ok(report),
-            // Close runs only once no call holds the store, so no caller is
-            // here to see this; said plainly all the same.
-            compact::Compacted::Interrupted => Err(Error::WritesStopped("the store is closing".into())),
-        }
+        self.inner.compact_major(id, family)
     }
 
     /// Waits until no memtable waits for flush and no minor compaction has work.

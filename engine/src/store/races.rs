@@ -504,3 +504,45 @@ fn a_read_only_open_of_a_damaged_store_reports_the_damage_without_retrying() -> 
     assert_eq!(attempts.load(Ordering::SeqCst), 1, "the damage was retried");
     Ok(())
 }
+
+/// A major compaction used to merge holding the version it started from, and
+/// through it every memtable of the store as it was then: a memtable filled
+/// and flushed during the merge (minutes, for a large family) stayed in
+/// memory until the merge ended. It now holds the family's files only, as a
+/// background compaction does.
+#[test]
+fn a_memtable_flushed_during_a_major_compaction_is_freed_at_once() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let family = FamilyOptions::default().compaction_trigger(0);
+    let store = Arc::new(Store::open(
+        dir.path(),
+        StoreOptions::default().family_with("a", family),
+    )?);
+    for i in 0..100 {
+        store.put("a", format!("r{i:03}"), "c", "0")?;
+    }
+    store.flush()?;
+    let (merging, merging_rx) = signal();
+    let (release, release_rx) = signal();
+    store.inner.hooks.set("compaction::merging", move || {
+        let _ = merging.send(());
+        wait(&release_rx, "the flush");
+    });
+    let compaction = {
+        let store = store.clone();
+        std::thread::spawn(move || store.compact("a"))
+    };
+    wait(&merging_rx, "the merge");
+    store.put("a", "late", "c", "1")?;
+    let memtable = Arc::downgrade(&store.inner.current().family("a").ok_or("family a")?.active);
+    store.flush()?;
+    // The flush thread lets go of the memtable once it has finished.
+    store.wait_for_background_work()?;
+    let kept = memtable.upgrade().is_some();
+    let _ = release.send(());
+    let report = compaction.join().map_err(|_| "the compaction panicked")??;
+    assert!(!kept, "the memtable flushed during the merge is still in memory");
+    assert_eq!(report.input_entries, 100);
+    assert_eq!(value(&store, "late")?.as_deref(), Some(&b"1"[..]));
+    Ok(())
+}
