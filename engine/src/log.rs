@@ -361,7 +361,7 @@ fn next_valid_frame(data: &[u8], after: usize) -> Option<usize> {
 }
 
 /// Decodes the records in `data`, the bytes of the file at `path` (used in errors).
-fn decode_log(path: &Path, data: Bytes, mode: ReadMode) -> Result<LogContents> {
+pub(crate) fn decode_log(path: &Path, data: Bytes, mode: ReadMode) -> Result<LogContents> {
     let mut records = Vec::new();
     let mut damage: Vec<Damage> = Vec::new();
     let mut offset = 0usize;

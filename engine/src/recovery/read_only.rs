@@ -10,38 +10,49 @@
 //! renames, deletes or writes nothing, so it works beside a process that has
 //! the store open for writing, and on a copy without write permission.
 //!
-//! What it sees is the store at one moment. Beside a running writer that
-//! moment can slip while it reads: a compaction deletes a table the manifest
-//! it read still lists, a flush moves the log on (the replay then finds a gap
-//! in the sequence numbers). Most such races show as a file that has gone or
-//! a replay that does not fit, but not all: a flush that deletes the segment
-//! the manifest read still needs, when the segment after it is still empty,
-//! leaves a log that replays cleanly and lacks the flushed writes, in no
-//! table the manifest read lists. So an attempt also checks, at its end,
-//! that the oldest segment the manifest it read needs was among the
-//! segments it found, or else that the manifest is the one it read at its
-//! start (the same file, the same length). A writer deletes segments oldest
-//! first, each only after the manifest records that it is not needed: a
-//! needed segment that is there proves that none after it had gone, and an
-//! unchanged manifest proves that nothing the attempt needed was deleted
-//! before it looked. (An older store's family may need segment 0, which
-//! never exists: then only the second proof is possible.) Any sign of a race starts the
-//! open again from the manifest, with a growing pause, up to [`ATTEMPTS`]
-//! times. An error while the manifest stays unchanged is no race (a writer
-//! changes the manifest before it deletes anything): it is damage, and is
-//! reported at once. A torn record at
-//! the end of the newest segment is a write in progress and is left out, as
-//! in any open.
+//! What it sees is the store at one moment: the one the manifest it reads
+//! describes. Beside a running writer the files of that moment can go while
+//! it reads: a compaction deletes the tables it merged, a flush deletes the
+//! log segment it wrote to a table, each as soon as the manifest records
+//! that they are not needed. So an attempt first opens every log segment
+//! and every finished table file in the folder ([`Held`]), and only then
+//! reads the manifest. A writer deletes a file only after the manifest
+//! says it is not needed, so whatever the manifest read needs either was
+//! there when the attempt opened it, and stays readable (on Unix an open
+//! file, and a mapped one, outlives its unlink), or was made after: a
+//! segment the writer started since (opened right after the manifest), or
+//! a table it wrote since (opened by name). Only one of those can be gone
+//! again by then, when the writer made and deleted it within one attempt.
+//!
+//! So an attempt also checks, at its end, that the oldest segment the
+//! manifest it read needs was among the segments it holds, or else that the
+//! manifest is the one it read at its start (the same file, the same
+//! length). A writer deletes segments oldest first, each only after the
+//! manifest records that it is not needed: a needed segment that is held
+//! proves that none after it had gone, and an unchanged manifest proves
+//! that nothing the attempt needed was deleted before it looked. (An older
+//! store's family may need segment 0, which never exists: then only the
+//! second proof is possible.) Any sign of a race (that check, a file gone,
+//! a replay that does not fit the manifest) starts the open again, with a
+//! growing pause, up to [`ATTEMPTS`] times. An error while the manifest
+//! stays unchanged is no race (a writer changes the manifest before it
+//! deletes anything): it is damage, and is reported at once. A torn record
+//! at the end of the newest segment is a write in progress and is left out,
+//! as in any open.
 
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use cellar_sstable::{BlockCache, Table};
 
 use super::replay;
 use crate::error::{Error, Result};
-use crate::files::{pending_path, table_path};
+use crate::files::{self, log_path, pending_path, table_path, TableName};
 use crate::log::{self, ReadMode};
 use crate::manifest::{self, FamilyState, ManifestState};
 use crate::options::FamilyOptions;
@@ -49,10 +60,9 @@ use crate::version::{FamilyVersion, TableFile, Version};
 
 /// How many times the open starts again when a writer moved the store on
 /// while it read, and how long it waits before the first retry (doubling up
-/// to [`MAX_PAUSE`]). An attempt costs a replay of the log and an open of
-/// every table; beside a writer that flushes every few milliseconds a few
-/// attempts in a row can overlap a flush, so there are many (about 2.5 s of
-/// pauses in all before the open gives up).
+/// to [`MAX_PAUSE`]). With the files held open, a retry takes a writer that
+/// makes and deletes a file within one attempt; the pauses (about 2.5 s in
+/// all before the open gives up) let a burst of those pass.
 const ATTEMPTS: u32 = 40;
 const PAUSE: Duration = Duration::from_millis(1);
 const MAX_PAUSE: Duration = Duration::from_millis(64);
@@ -142,13 +152,19 @@ fn read_once(dir: &Path, cache: &BlockCache) -> Result<Attempt> {
 }
 
 fn read_at(dir: &Path, cache: &BlockCache, start: &(PathBuf, u64)) -> Result<Attempt> {
-    let state = read_manifest(&start.0)?;
+    // The files first, then the manifest (see the module documentation).
+    let mut held = Held::open(dir, cache)?;
+    let manifest = std::fs::read(&start.0).map_err(|e| Error::io(&start.0, e))?;
+    // The segments a writer started since the first look, at once: one the
+    // manifest just read needs can go as soon as the writer flushes again.
+    held.open_new_segments()?;
+    let state = decode_manifest(&start.0, manifest)?;
     #[cfg(test)]
     hook::run(dir);
-    let mut replayed = replay::replay_logs(dir, &state, false)?;
+    let mut replayed = replay::replay_segments(dir, &state, false, &held)?;
     let mut families = std::collections::BTreeMap::new();
     for family in state.families.values() {
-        let mut version = open_family(dir, family, cache)?;
+        let mut version = open_family(dir, family, cache, &mut held)?;
         if let Some(memtable) = replayed.memtables.remove(&family.id) {
             version.active = Arc::new(memtable);
         }
@@ -170,9 +186,9 @@ fn read_at(dir: &Path, cache: &BlockCache, start: &(PathBuf, u64)) -> Result<Att
     Ok(Attempt::Read(version, replayed.last_seq))
 }
 
-/// Replays the manifest at `path`, without opening it for appending.
-fn read_manifest(path: &Path) -> Result<ManifestState> {
-    let contents = log::read_log(path, ReadMode::Strict { may_end_torn: true })?;
+/// Replays the manifest read from `path`.
+fn decode_manifest(path: &Path, data: Vec<u8>) -> Result<ManifestState> {
+    let contents = log::decode_log(path, Bytes::from(data), ReadMode::Strict { may_end_torn: true })?;
     if contents.records.is_empty() {
         return Err(Error::corruption(path, 0, "the manifest holds no records"));
     }
@@ -183,9 +199,10 @@ fn read_manifest(path: &Path) -> Result<ManifestState> {
     Ok(state)
 }
 
-/// One family with the table files the manifest lists, under their name or,
-/// if the writer has not renamed them yet, their pending name.
-fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache) -> Result<FamilyVersion> {
+/// One family with the table files the manifest lists: those held open, and
+/// the others (made since) under their name or, if the writer has not renamed
+/// them yet, their pending name.
+fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache, held: &mut Held) -> Result<FamilyVersion> {
     let family_dir = dir.join(&family.name);
     let options = FamilyOptions::decode(&family.options).ok_or_else(|| {
         Error::corruption(
@@ -196,6 +213,10 @@ fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache) -> Result<F
     })?;
     let mut tables = Vec::new();
     for meta in &family.tables {
+        if let Some((table, path)) = held.tables.remove(&(family.name.clone(), meta.file_id)) {
+            tables.push(Arc::new(TableFile::new(meta.clone(), table, path)));
+            continue;
+        }
         let listed = table_path(&family_dir, meta.file_id);
         let path = if listed.exists() {
             listed
@@ -212,6 +233,95 @@ fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache) -> Result<F
         family_dir,
         tables,
     ))
+}
+
+/// The files an attempt opened before it read the manifest: every log
+/// segment and every finished table file then in the store's folders (see
+/// the module documentation). The tables the manifest does not list are
+/// dropped with it, unread.
+struct Held {
+    dir: PathBuf,
+    segments: BTreeMap<u64, File>,
+    /// Table files by family folder and number, with their paths.
+    tables: HashMap<(String, u64), (Table, PathBuf)>,
+}
+
+impl Held {
+    /// Opens the files in `dir`'s folders. A file that goes before it is
+    /// opened is one the manifest, read next, no longer needs; a table that
+    /// does not open is left to be opened again by name if the manifest
+    /// lists it, and report its error then.
+    fn open(dir: &Path, cache: &BlockCache) -> Result<Held> {
+        let mut held = Held {
+            dir: dir.to_path_buf(),
+            segments: BTreeMap::new(),
+            tables: HashMap::new(),
+        };
+        for folder in files::family_folders(dir)? {
+            for (name, path) in files::table_files(&dir.join(&folder))? {
+                if matches!(name, TableName::Unfinished(_)) {
+                    continue;
+                }
+                if let Ok(table) = Table::open_with_cache(&path, cache) {
+                    held.tables.insert((folder.clone(), name.number()), (table, path));
+                }
+            }
+        }
+        // The segments last, as close to the manifest read as can be.
+        held.open_new_segments()?;
+        Ok(held)
+    }
+
+    /// Opens the segments newer than every one held: those a writer started
+    /// since the last look.
+    fn open_new_segments(&mut self) -> Result<()> {
+        let newest = self.segments.keys().next_back().copied();
+        for number in files::log_numbers(&self.dir)? {
+            if newest.is_some_and(|n| number <= n) {
+                continue;
+            }
+            let path = log_path(&self.dir, number);
+            match File::open(&path) {
+                Ok(file) => {
+                    self.segments.insert(number, file);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(&path, e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn segment(&self, number: u64) -> Result<&File> {
+        self.segments.get(&number).ok_or_else(|| {
+            let path = log_path(&self.dir, number);
+            Error::io(&path, std::io::Error::from(std::io::ErrorKind::NotFound))
+        })
+    }
+}
+
+impl replay::Segments for Held {
+    fn numbers(&self) -> Vec<u64> {
+        self.segments.keys().copied().collect()
+    }
+
+    fn len(&self, number: u64) -> Result<u64> {
+        let file = self.segment(number)?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(log_path(&self.dir, number), e))?
+            .len();
+        Ok(len)
+    }
+
+    fn read(&self, number: u64) -> Result<Bytes> {
+        let mut file = self.segment(number)?;
+        let mut data = Vec::new();
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_end(&mut data))
+            .map_err(|e| Error::io(log_path(&self.dir, number), e))?;
+        Ok(Bytes::from(data))
+    }
 }
 
 /// A point where a unit test runs code in a read-only open of a given

@@ -24,6 +24,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
+
 use crate::batch::{self, LoggedOp};
 use crate::error::{Error, Result};
 use crate::files::{self, log_path};
@@ -38,21 +40,67 @@ pub(super) struct Replayed {
     pub(super) memtables: BTreeMap<u32, Memtable>,
     /// The last sequence number used, in the manifest or in the log.
     pub(super) last_seq: u64,
-    /// Every segment in the folder, read or not, oldest first.
+    /// Every segment replay was given (those in the folder), read or not, oldest first.
     pub(super) segments: Vec<u64>,
     /// Segments salvage dropped (from the first damaged one on).
     pub(super) dropped: Vec<PathBuf>,
 }
 
-/// Replays every segment some family still needs (see the module).
+/// The log segments a replay reads, and where their bytes come from: the
+/// store folder, or files a read-only open holds open.
+pub(super) trait Segments {
+    /// The segments, oldest first.
+    fn numbers(&self) -> Vec<u64>;
+    /// How long segment `number` is now.
+    fn len(&self, number: u64) -> Result<u64>;
+    /// The bytes of segment `number`.
+    fn read(&self, number: u64) -> Result<Bytes>;
+}
+
+/// The segments in the store folder as it was listed, each read by its name.
+struct InFolder<'a> {
+    dir: &'a Path,
+    numbers: Vec<u64>,
+}
+
+impl Segments for InFolder<'_> {
+    fn numbers(&self) -> Vec<u64> {
+        self.numbers.clone()
+    }
+
+    fn len(&self, number: u64) -> Result<u64> {
+        let path = log_path(self.dir, number);
+        Ok(std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len())
+    }
+
+    fn read(&self, number: u64) -> Result<Bytes> {
+        let path = log_path(self.dir, number);
+        std::fs::read(&path).map(Bytes::from).map_err(|e| Error::io(&path, e))
+    }
+}
+
+/// Replays every segment in the folder some family still needs (see the module).
 pub(super) fn replay_logs(dir: &Path, state: &ManifestState, salvage: bool) -> Result<Replayed> {
-    let segments = files::log_numbers(dir)?;
+    let segments = InFolder {
+        dir,
+        numbers: files::log_numbers(dir)?,
+    };
+    replay_segments(dir, state, salvage, &segments)
+}
+
+/// Replays every one of `segments` some family still needs; `dir` names them in errors.
+pub(super) fn replay_segments(
+    dir: &Path,
+    state: &ManifestState,
+    salvage: bool,
+    segments: &dyn Segments,
+) -> Result<Replayed> {
+    let numbers = segments.numbers();
     let needed = state.oldest_log_needed().unwrap_or(u64::MAX);
-    let to_read: Vec<u64> = segments.iter().copied().filter(|&n| n >= needed).collect();
+    let to_read: Vec<u64> = numbers.iter().copied().filter(|&n| n >= needed).collect();
     let mut lengths = Vec::with_capacity(to_read.len());
     for &number in &to_read {
-        let path = log_path(dir, number);
-        lengths.push(std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len());
+        lengths.push(segments.len(number)?);
     }
     let newest_with_bytes = to_read
         .iter()
@@ -78,13 +126,14 @@ pub(super) fn replay_logs(dir: &Path, state: &ManifestState, salvage: bool) -> R
             Some((n, l)) => (log_path(dir, n), l),
             None => (path.clone(), 0),
         };
+        let data = segments.read(number)?;
         let complete = if salvage {
-            replay.salvage_segment(&path, number, &before)?
+            replay.salvage_segment(&path, number, data, &before)?
         } else {
             let mode = ReadMode::Strict {
                 may_end_torn: Some(number) == newest_with_bytes,
             };
-            replay.segment(&path, number, mode, &before)?;
+            replay.segment(&path, number, data, mode, &before)?;
             true
         };
         if !complete {
@@ -96,7 +145,7 @@ pub(super) fn replay_logs(dir: &Path, state: &ManifestState, salvage: bool) -> R
     Ok(Replayed {
         memtables: replay.memtables,
         last_seq: replay.last_seq,
-        segments,
+        segments: numbers,
         dropped,
     })
 }
@@ -120,8 +169,15 @@ struct Refused {
 impl Replay<'_> {
     /// Replays one whole segment; any refused record is corruption.
     /// (`RecoverLogFile` in LevelDB.)
-    fn segment(&mut self, path: &Path, number: u64, mode: ReadMode, before: &(PathBuf, u64)) -> Result<()> {
-        let contents = log::read_log(path, mode)?;
+    fn segment(
+        &mut self,
+        path: &Path,
+        number: u64,
+        data: Bytes,
+        mode: ReadMode,
+        before: &(PathBuf, u64),
+    ) -> Result<()> {
+        let contents = log::decode_log(path, data, mode)?;
         for (offset, payload) in &contents.records {
             if let Err(r) = self.record(path, number, *offset, payload, before) {
                 return Err(Error::corruption(r.file, r.offset, r.what));
@@ -133,8 +189,8 @@ impl Replay<'_> {
     /// Replays the records of one segment up to its first damage or its
     /// first record that does not follow; returns whether it read the whole
     /// segment.
-    fn salvage_segment(&mut self, path: &Path, number: u64, before: &(PathBuf, u64)) -> Result<bool> {
-        let contents = log::read_log(path, ReadMode::Salvage)?;
+    fn salvage_segment(&mut self, path: &Path, number: u64, data: Bytes, before: &(PathBuf, u64)) -> Result<bool> {
+        let contents = log::decode_log(path, data, ReadMode::Salvage)?;
         for (offset, payload) in &contents.records {
             if self.record(path, number, *offset, payload, before).is_err() {
                 return Ok(false);
