@@ -20,9 +20,11 @@
 //! says it is not needed, so whatever the manifest read needs either was
 //! there when the attempt opened it, and stays readable (on Unix an open
 //! file, and a mapped one, outlives its unlink), or was made after: a
-//! segment the writer started since (opened right after the manifest), or
-//! a table it wrote since (opened by name). Only one of those can be gone
-//! again by then, when the writer made and deleted it within one attempt.
+//! segment the writer started since (opened as soon as the manifest's bytes
+//! are read), or a table it wrote since (opened by name). Only one of those
+//! can be gone again by then, when the writer made and deleted it within
+//! that moment. (Elsewhere than on Unix a writer cannot delete an open
+//! file at all.)
 //!
 //! So an attempt also checks, at its end, that the oldest segment the
 //! manifest it read needs was among the segments it holds, or else that the
