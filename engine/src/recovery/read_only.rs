@@ -23,8 +23,7 @@
 //! segment the writer started since (opened as soon as the manifest's bytes
 //! are read), or a table it wrote since (opened by name). Only one of those
 //! can be gone again by then, when the writer made and deleted it within
-//! that moment. (Elsewhere than on Unix a writer cannot delete an open
-//! file at all.)
+//! that moment.
 //!
 //! So an attempt also checks, at its end, that the oldest segment the
 //! manifest it read needs was among the segments it holds, or else that the
