@@ -243,7 +243,7 @@ fn unescape(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Appends `bytes` with every `00 FF` written back as `00`.
-fn unescape_into(bytes: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn unescape_into(bytes: &[u8], out: &mut Vec<u8>) {
     let mut rest = bytes;
     // Copy runs up to and including each zero byte, then skip its 0xFF.
     while let Some(zero) = rest.iter().position(|&b| b == 0) {

@@ -73,7 +73,7 @@ pub use options::{
     validate_family_name, Compaction, Compression, FamilyOptions, StoreOptions, SyncPolicy, LOG_BUFFER_BYTES,
     MAX_COLUMN_BYTES, MAX_ROW_BYTES, MAX_VALUE_BYTES,
 };
-pub use read::{Cell, ColumnRange, Row, RowRange, Scan, Snapshot};
+pub use read::{Cell, CellRef, ColumnRange, Row, RowRange, Scan, Snapshot};
 pub use read_only::ReadOnlyStore;
 pub use recovery::{LostFile, RepairReport, RepairedFamily, SkippedLog};
 pub use stats::{FamilyStats, Stats, TableInfo};

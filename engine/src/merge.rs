@@ -77,11 +77,13 @@ impl MergeIterator {
     }
 
     /// Whether there is a current entry.
+    #[inline]
     pub fn valid(&self) -> bool {
         !self.heap.is_empty()
     }
 
     /// The current (smallest) key.
+    #[inline]
     pub fn key(&self) -> &[u8] {
         self.top().map(Cursor::key).unwrap_or(&[])
     }
@@ -96,8 +98,18 @@ impl MergeIterator {
     }
 
     /// The current value.
+    #[inline]
     pub fn value(&self) -> Bytes {
         self.top().map(Cursor::value).unwrap_or_default()
+    }
+
+    /// Lends the current value to `f` (see [`Cursor::with_value`]).
+    #[inline]
+    pub fn with_value<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self.top() {
+            Some(cursor) => cursor.with_value(f),
+            None => f(&[]),
+        }
     }
 
     /// Advances past the current entry.

@@ -13,6 +13,13 @@
 //! * A **range read** (`get_row`, `slice`, `scan`) merges every source that may
 //!   hold keys in the range ([`crate::merge`]) and passes the merged stream
 //!   through the visibility step ([`crate::visibility`]).
+//! * A range read hands out its cells in one of two ways: as [`Cell`]s (and
+//!   [`Row`]s) the caller keeps, each holding its column and value as
+//!   reference-counted handles; or lent to a visitor ([`Snapshot::visit_row`],
+//!   [`Scan::visit_row`]) as a [`CellRef`] borrowed from the block it lies
+//!   in, for a caller that looks at each cell and moves on: no handle to
+//!   count up and down, no vector to build. Both walk exactly the same
+//!   entries.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -38,6 +45,28 @@ pub struct Cell {
     pub timestamp: u64,
     /// The value.
     pub value: Bytes,
+}
+
+/// One visible cell lent to a visitor ([`Snapshot::visit_row`],
+/// [`Scan::visit_row`]): its parts borrowed from where they lie (a table
+/// file's block, the read's own buffers), valid for the one call.
+///
+/// A [`Cell`] holds its column and value as two reference-counted handles,
+/// counted up when the cell is made and down when it is dropped, and a
+/// [`Row`] is a vector of them. A reader that looks at each cell and moves on
+/// (sums, copies into its own structures, serializes) pays for none of that
+/// through a visitor, as a RocksDB iterator hands out slices valid until it
+/// moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CellRef<'a> {
+    /// Row key.
+    pub row: &'a [u8],
+    /// Column name.
+    pub column: &'a [u8],
+    /// Timestamp of this version.
+    pub timestamp: u64,
+    /// The value.
+    pub value: &'a [u8],
 }
 
 /// A row as a scan returns it: its key and its visible cells in column order.
@@ -302,6 +331,22 @@ impl Snapshot {
         self.slice(family, row, &ColumnRange::all())
     }
 
+    /// [`Snapshot::get_row`] for a reader that does not keep the cells:
+    /// `visit` is lent every live column of the row, latest version, in
+    /// column order (see [`CellRef`]). Returns the number of cells visited.
+    /// It reads exactly what `get_row` reads (the same trace), and builds no
+    /// [`Cell`] and no vector.
+    pub fn visit_row(&self, family: &str, row: impl AsRef<[u8]>, mut visit: impl FnMut(CellRef<'_>)) -> Result<usize> {
+        let _pin = memtable::pin_for_read();
+        let mut read = self.row_read(family, row.as_ref(), &ColumnRange::all())?;
+        let mut visited = 0;
+        while read.stop_at_visible()? {
+            read.lend_cell(&mut visit)?;
+            visited += 1;
+        }
+        Ok(visited)
+    }
+
     /// [`Snapshot::get_row`], with the read's [`Trace`].
     pub fn get_row_traced(&self, family: &str, row: impl AsRef<[u8]>) -> Result<(Vec<Cell>, Trace)> {
         self.slice_traced(family, row, &ColumnRange::all())
@@ -328,11 +373,10 @@ impl Snapshot {
         Ok((cells, trace))
     }
 
-    /// A slice's cells, and the read that found them (for its trace, which
-    /// an untraced read never builds).
-    fn read_slice(&self, family: &str, row: &[u8], columns: &ColumnRange) -> Result<(Vec<Cell>, RangeRead)> {
+    /// The walk over a slice of one row (its columns' range; the limit and
+    /// the direction are the caller's).
+    fn row_read(&self, family: &str, row: &[u8], columns: &ColumnRange) -> Result<RangeRead> {
         let fam = self.family(family)?;
-        let _pin = memtable::pin_for_read();
         let row_prefix = key::row_prefix(row);
         let start = match &columns.from {
             Some(from) => {
@@ -350,7 +394,14 @@ impl Snapshot {
             }
             None => key::prefix_successor(&row_prefix),
         };
-        let mut read = RangeRead::new(self, fam, start, end, Some(row), 1)?;
+        RangeRead::new(self, fam, start, end, Some(row), 1)
+    }
+
+    /// A slice's cells, and the read that found them (for its trace, which
+    /// an untraced read never builds).
+    fn read_slice(&self, family: &str, row: &[u8], columns: &ColumnRange) -> Result<(Vec<Cell>, RangeRead)> {
+        let _pin = memtable::pin_for_read();
+        let mut read = self.row_read(family, row, columns)?;
         let limit = columns.limit.unwrap_or(usize::MAX);
         if !columns.reverse {
             // Room for as many cells as the last row read had (rows of a
@@ -412,6 +463,14 @@ thread_local! {
     static LAST_ROW_COLUMNS: std::cell::Cell<Vec<Bytes>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
+/// The escaped column of a put's key (`row prefix ++ escaped(column) 00 01 ++
+/// suffix`) whose encoded row prefix is `row_prefix`; `None` if it is too short.
+#[inline]
+fn escaped_column<'k>(entry_key: &'k [u8], row_prefix: &[u8]) -> Option<&'k [u8]> {
+    let body = key::prefix(entry_key);
+    body.get(row_prefix.len()..body.len().checked_sub(2)?)
+}
+
 /// A merged, visibility-filtered walk over one family's key range.
 struct RangeRead {
     merge: MergeIterator,
@@ -426,8 +485,14 @@ struct RangeRead {
     /// has moved since (no key comparison needed).
     row: Bytes,
     row_number: u64,
-    /// Whether the last cell returned started a row.
+    /// Whether the visible entry the walk stands on (or the last cell
+    /// returned) started a row, its timestamp, and where its escaped column
+    /// lies in its key.
     new_row: bool,
+    timestamp: u64,
+    column: std::ops::Range<usize>,
+    /// A lent column whose name holds a zero byte, unescaped.
+    unescaped: Vec<u8>,
     /// Whether the last settled cell skipped needed a seek (see
     /// [`RangeRead::skip_settled_cell`]).
     versions_piled: bool,
@@ -524,6 +589,9 @@ impl RangeRead {
             row: Bytes::new(),
             row_number: 0,
             new_row: false,
+            timestamp: 0,
+            column: 0..0,
+            unescaped: Vec::new(),
             versions_piled: false,
             columns: match row {
                 Some(_) => LAST_ROW_COLUMNS.take(),
@@ -535,10 +603,13 @@ impl RangeRead {
         })
     }
 
-    /// The next visible cell. Its row is [`RangeRead::row`]; `new_row` says
-    /// whether it starts a row. The key is decoded in place, before the merge
-    /// moves on: the column is copied out, the row only when it changes.
-    fn next_cell(&mut self) -> Result<Option<Cell>> {
+    /// Moves to the next visible entry and stays on it, judged but not yet
+    /// returned ([`RangeRead::take_cell`] or [`RangeRead::lend_cell`] does
+    /// that); false at the end of the range. The key is decoded in place:
+    /// [`RangeRead::row`] is the entry's row (copied only when it changes),
+    /// `new_row` says whether it starts one, `timestamp` is its timestamp.
+    #[inline]
+    fn stop_at_visible(&mut self) -> Result<bool> {
         while self.merge.valid() {
             if self.visibility.cell_settled() {
                 self.skip_settled_cell()?;
@@ -553,34 +624,78 @@ impl RangeRead {
                 return Err(self.merge.undecodable_key());
             };
             if verdict == Verdict::Visible {
-                // A visible entry is a put: `row prefix ++ escaped(column) 00 01 ++ suffix`.
-                let row_prefix = self.visibility.row();
-                let body = key::prefix(entry_key);
-                let (Some(column), Some((timestamp, _, _))) = (
-                    body.get(row_prefix.len()..body.len().saturating_sub(2)),
-                    key::suffix(entry_key),
-                ) else {
+                let (Some(column), Some((timestamp, _, _))) =
+                    (escaped_column(entry_key, self.visibility.row()), key::suffix(entry_key))
+                else {
                     return Err(self.merge.undecodable_key());
                 };
+                self.column = self.visibility.row().len()..self.visibility.row().len() + column.len();
+                self.timestamp = timestamp;
                 self.new_row = self.visibility.rows_started() != self.row_number;
                 if self.new_row {
                     self.row_number = self.visibility.rows_started();
+                    let row_prefix = self.visibility.row();
                     self.row = key::unescaped(row_prefix.get(..row_prefix.len().saturating_sub(2)).unwrap_or_default());
                     self.column_at = 0;
                 }
-                let column = Self::shared_column(&mut self.columns, self.column_at, column);
-                self.column_at += 1;
-                let cell = Cell {
-                    column,
-                    timestamp,
-                    value: self.merge.value(),
-                };
-                self.merge.next()?;
-                return Ok(Some(cell));
+                return Ok(true);
             }
             self.merge.next()?;
         }
-        Ok(None)
+        Ok(false)
+    }
+
+    /// The visible entry [`RangeRead::stop_at_visible`] stopped on, as a cell
+    /// (its column shared with the last row's where it can be); the walk
+    /// moves past it.
+    #[inline]
+    fn take_cell(&mut self) -> Result<Cell> {
+        let escaped = self.merge.key().get(self.column.clone()).unwrap_or_default();
+        let cell = Cell {
+            column: Self::shared_column(&mut self.columns, self.column_at, escaped),
+            timestamp: self.timestamp,
+            value: self.merge.value(),
+        };
+        self.column_at += 1;
+        self.merge.next()?;
+        Ok(cell)
+    }
+
+    /// Lends the visible entry [`RangeRead::stop_at_visible`] stopped on to
+    /// `visit`, borrowed where it lies (a table's block; a memtable's value
+    /// is copied out first); the walk moves past it. Nothing is counted or
+    /// allocated per cell, except a column whose name holds a zero byte,
+    /// unescaped into a buffer the read keeps.
+    fn lend_cell(&mut self, visit: &mut impl FnMut(CellRef<'_>)) -> Result<()> {
+        let escaped = self.merge.key().get(self.column.clone()).unwrap_or_default();
+        let column = if escaped.contains(&0) {
+            self.unescaped.clear();
+            key::unescape_into(escaped, &mut self.unescaped);
+            self.unescaped.as_slice()
+        } else {
+            escaped
+        };
+        let (row, timestamp) = (&self.row, self.timestamp);
+        self.merge.with_value(|value| {
+            visit(CellRef {
+                row,
+                column,
+                timestamp,
+                value,
+            })
+        });
+        self.column_at += 1;
+        self.merge.next()
+    }
+
+    /// The next visible cell. Its row is [`RangeRead::row`]; `new_row` says
+    /// whether it starts a row.
+    #[inline]
+    fn next_cell(&mut self) -> Result<Option<Cell>> {
+        match self.stop_at_visible()? {
+            true => self.take_cell().map(Some),
+            false => Ok(None),
+        }
     }
 
     /// The name of the cell at position `at` of its row, from its escaped
@@ -688,6 +803,52 @@ impl Scan {
         trace
     }
 
+    /// Lends the cells of the next row to `visit`, one call per cell in
+    /// column order (see [`CellRef`]); false when the scan has no row left.
+    /// The row counts as one the scan returned, exactly as if the iterator
+    /// had returned it (the two may be mixed), but no [`Row`] or [`Cell`] is
+    /// built for it.
+    pub fn visit_row(&mut self, mut visit: impl FnMut(CellRef<'_>)) -> Result<bool> {
+        if self.remaining == 0 {
+            return Ok(false);
+        }
+        let _pin = memtable::pin_for_read();
+        let mut width = 0;
+        match self.pending.take() {
+            Some(first) => {
+                visit(CellRef {
+                    row: &self.read.row,
+                    column: &first.column,
+                    timestamp: first.timestamp,
+                    value: &first.value,
+                });
+                width += 1;
+            }
+            None => {
+                if !self.read.stop_at_visible()? {
+                    return Ok(false);
+                }
+                self.read.lend_cell(&mut visit)?;
+                width += 1;
+            }
+        }
+        // The first cell of the next row is taken whole, as the iterator
+        // does (the walk moves past it the same way, so a trace counts the
+        // same entries either way), and lent from there next time.
+        while self.read.stop_at_visible()? {
+            if self.read.new_row {
+                self.pending = Some(self.read.take_cell()?);
+                break;
+            }
+            self.read.lend_cell(&mut visit)?;
+            width += 1;
+        }
+        self.last_width = width;
+        self.remaining -= 1;
+        self.returned += 1;
+        Ok(true)
+    }
+
     fn next_row(&mut self) -> Result<Option<Row>> {
         if self.remaining == 0 {
             return Ok(None);
@@ -729,7 +890,121 @@ impl Iterator for Scan {
 
 #[cfg(test)]
 mod tests {
-    use crate::{RowRange, Store, StoreOptions};
+    use crate::{CellRef, RowRange, Store, StoreOptions};
+
+    /// A cell lent to a visitor, owned: (row, column, timestamp, value).
+    type Lent = (Vec<u8>, Vec<u8>, u64, Vec<u8>);
+
+    fn owned(c: CellRef<'_>) -> Lent {
+        (c.row.to_vec(), c.column.to_vec(), c.timestamp, c.value.to_vec())
+    }
+
+    /// Rows `r0`..`r3` with columns `a`, `b`, `c` and a column whose name holds
+    /// a zero byte, written to a table file; then, in the memtable, `b` of
+    /// `r1` overwritten, `c` of `r2` deleted and `r3` deleted whole.
+    fn store_of_tables_and_memtable(dir: &std::path::Path) -> crate::Result<Store> {
+        let store = Store::open(dir, StoreOptions::default().family("f"))?;
+        for row in ["r0", "r1", "r2", "r3"] {
+            for column in [&b"a"[..], b"b", b"c", b"z\0z"] {
+                store.put_at("f", row, column, 5, [row.as_bytes(), column].concat())?;
+            }
+        }
+        store.flush()?;
+        store.put_at("f", "r1", "b", 6, "new")?;
+        store.delete("f", "r2", "c")?;
+        store.delete_row("f", "r3")?;
+        Ok(store)
+    }
+
+    #[test]
+    fn visiting_a_row_lends_exactly_the_cells_get_row_returns() -> crate::Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
+        let store = store_of_tables_and_memtable(dir.path())?;
+        for row in ["r0", "r1", "r2", "r3", "none"] {
+            let mut lent = Vec::new();
+            let count = store.visit_row("f", row, |c| lent.push(owned(c)))?;
+            let cells: Vec<Lent> = store
+                .get_row("f", row)?
+                .into_iter()
+                .map(|c| {
+                    (
+                        row.as_bytes().to_vec(),
+                        c.column.to_vec(),
+                        c.timestamp,
+                        c.value.to_vec(),
+                    )
+                })
+                .collect();
+            assert_eq!((count, &lent), (cells.len(), &cells), "row {row}");
+        }
+        let mut r1 = Vec::new();
+        store.visit_row("f", "r1", |c| {
+            r1.push((c.column.to_vec(), c.timestamp, c.value.to_vec()))
+        })?;
+        assert_eq!(
+            r1,
+            [
+                (b"a".to_vec(), 5, b"r1a".to_vec()),
+                (b"b".to_vec(), 6, b"new".to_vec()),
+                (b"c".to_vec(), 5, b"r1c".to_vec()),
+                (b"z\0z".to_vec(), 5, b"r1z\0z".to_vec()),
+            ]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn visiting_a_scan_lends_the_rows_the_iterator_returns_at_the_same_cost() -> crate::Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
+        let store = store_of_tables_and_memtable(dir.path())?;
+        let range = RowRange::all().limit(2);
+        let mut rows = store.scan("f", &RowRange::all().limit(2))?;
+        let mut iterated = Vec::new();
+        for row in rows.by_ref() {
+            let row = row?;
+            for c in row.cells {
+                iterated.push((row.key.to_vec(), c.column.to_vec(), c.timestamp, c.value.to_vec()));
+            }
+        }
+        let mut visits = store.scan("f", &range)?;
+        let mut lent = Vec::new();
+        let mut widths = Vec::new();
+        loop {
+            let before = lent.len();
+            if !visits.visit_row(|c| lent.push(owned(c)))? {
+                break;
+            }
+            widths.push(lent.len() - before);
+        }
+        assert_eq!(lent, iterated);
+        // r0 whole; r1 with its new `b`; the limit stops there.
+        assert_eq!(widths, [4, 4]);
+        assert_eq!(visits.trace(), rows.trace());
+        Ok(())
+    }
+
+    #[test]
+    fn a_scan_may_mix_visited_and_returned_rows() -> crate::Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
+        let store = store_of_tables_and_memtable(dir.path())?;
+        let mut scan = store.scan("f", &RowRange::all())?;
+        let first = scan.next().transpose()?.map(|r| r.key.to_vec());
+        let mut second = Vec::new();
+        let visited = scan.visit_row(|c| second.push(owned(c)))?;
+        let third = scan.next().transpose()?.map(|r| (r.key.to_vec(), r.cells.len()));
+        // r3 is deleted whole: nothing after r2.
+        let done = (scan.visit_row(|_| {})?, scan.next().is_none());
+        assert_eq!(first.as_deref(), Some(&b"r0"[..]));
+        assert!(visited);
+        let columns: Vec<(&[u8], &[u8])> = second.iter().map(|c| (&c.0[..], &c.1[..])).collect();
+        assert_eq!(
+            columns,
+            [(&b"r1"[..], &b"a"[..]), (b"r1", b"b"), (b"r1", b"c"), (b"r1", b"z\0z")]
+        );
+        assert_eq!(third, Some((b"r2".to_vec(), 3)));
+        assert_eq!(done, (false, true));
+        Ok(())
+    }
 
     #[test]
     fn row_reads_on_one_thread_share_column_names_with_the_last_row_read() -> crate::Result<()> {

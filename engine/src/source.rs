@@ -327,6 +327,7 @@ pub(crate) struct Cursor {
 }
 
 impl Cursor {
+    #[inline]
     fn raw_key(&self) -> Option<&[u8]> {
         match &self.inner {
             CursorInner::Mem(m) => m.key(),
@@ -352,16 +353,30 @@ impl Cursor {
     }
 
     /// The current key (empty when not valid).
+    #[inline]
     pub fn key(&self) -> &[u8] {
         self.raw_key().unwrap_or(&[])
     }
 
     /// The current value (zero-copy).
+    #[inline]
     pub fn value(&self) -> Bytes {
         match &self.inner {
             CursorInner::Mem(m) => m.value(),
             CursorInner::Table(t) => t.value(),
             CursorInner::Run(r) => r.iter.value(),
+        }
+    }
+
+    /// Lends the current value to `f` (empty when not valid): a table's
+    /// value borrowed from its block, no reference count raised; a
+    /// memtable's copied out first, as [`Cursor::value`] does.
+    #[inline]
+    pub fn with_value<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match &self.inner {
+            CursorInner::Mem(m) => f(&m.value()),
+            CursorInner::Table(t) => f(t.value_bytes()),
+            CursorInner::Run(r) => f(r.iter.value_bytes()),
         }
     }
 

@@ -698,6 +698,16 @@ impl TableIter {
         }
     }
 
+    /// The current value, borrowed from the block in hand (empty when
+    /// invalid): valid until the iterator moves, with no reference count
+    /// raised (see [`TableIter::value`] for one that outlives it).
+    pub fn value_bytes(&self) -> &[u8] {
+        match &self.block {
+            Some(block) => block.value_bytes(),
+            None => &[],
+        }
+    }
+
     /// What this iterator has read so far.
     pub fn cost(&self) -> &ReadCost {
         &self.cost

@@ -41,7 +41,7 @@ use crate::memtable::Memtable;
 use crate::merge::MergeIterator;
 use crate::options::{validate_family_name, FamilyOptions, StoreOptions, SyncPolicy};
 use crate::output::TableOutput;
-use crate::read::{Cell, ColumnRange, Row, RowRange, Scan, Snapshot};
+use crate::read::{Cell, CellRef, ColumnRange, Row, RowRange, Scan, Snapshot};
 use crate::recovery::{Recovered, RepairReport};
 use crate::source;
 use crate::trace::Trace;
@@ -393,6 +393,12 @@ impl Store {
     /// Every live column of a row, in column order.
     pub fn get_row(&self, family: &str, row: impl AsRef<[u8]>) -> Result<Vec<Cell>> {
         self.snapshot().get_row(family, row)
+    }
+
+    /// [`Store::get_row`] for a reader that does not keep the cells: each is
+    /// lent to `visit` (see [`Snapshot::visit_row`]). Returns how many.
+    pub fn visit_row(&self, family: &str, row: impl AsRef<[u8]>, visit: impl FnMut(CellRef<'_>)) -> Result<usize> {
+        self.snapshot().visit_row(family, row, visit)
     }
 
     /// [`Store::get_row`] with its [`Trace`].

@@ -206,6 +206,15 @@ impl BlockIter {
         }
     }
 
+    /// The current value, borrowed from the block (empty when invalid): for
+    /// a reader that looks at it and moves on, no reference count to raise.
+    pub fn value_bytes(&self) -> &[u8] {
+        match self.valid {
+            true => self.block.contents.get(self.value.clone()).unwrap_or_default(),
+            false => &[],
+        }
+    }
+
     /// The current value, a zero-copy slice of the block (empty when invalid).
     pub fn value(&self) -> Bytes {
         if self.valid {

@@ -528,6 +528,9 @@ pub(super) mod tests {
         let base = block.contents.as_ptr() as usize;
         let at = value.as_ptr() as usize;
         assert!(at >= base && at + value.len() <= base + block.size());
+        // Borrowed, the same bytes in the same place.
+        let borrowed = iter.value_bytes();
+        assert_eq!((borrowed, borrowed.as_ptr()), (&value[..], value.as_ptr()));
         Ok(())
     }
 

@@ -55,7 +55,7 @@ pub const PEERS: &[&str] = &["fjall", "rocksdb"];
 /// What a model name means, for the report.
 pub fn model(engine: &str) -> &'static str {
     if engine == "cellar" {
-        "a record is a row of 10 columns: a read is get_row, an update puts one column, a scan is a row scan with a limit"
+        "a record is a row of 10 columns: a read is visit_row (get_row's cells lent), an update puts one column, a scan is a row scan with a limit, its rows visited"
     } else if engine.ends_with("-record") {
         "one key per record, the 10 fields serialized in its value: an update reads the value, changes a field, writes it back"
     } else {

@@ -278,8 +278,11 @@ impl RecordStore for CellarRow {
         Ok(self.store.write(&batch)?)
     }
 
+    /// The row's cells lent one by one (`visit_row`), as a reader that
+    /// looks at each field and keeps none of the engine's handles would:
+    /// the record models likewise decode a borrowed value.
     fn read(&mut self, key: &[u8]) -> Result<usize> {
-        Ok(self.store.get_row(FAMILY, key)?.len())
+        Ok(self.store.visit_row(FAMILY, key, |_| {})?)
     }
 
     fn update(&mut self, key: &[u8], field: usize, value: &[u8]) -> Result<()> {
@@ -294,8 +297,8 @@ impl RecordStore for CellarRow {
         }
         .limit(records);
         let (mut read, mut fields) = (0, 0);
-        for row in self.store.scan(FAMILY, &range)? {
-            fields += row?.cells.len();
+        let mut scan = self.store.scan(FAMILY, &range)?;
+        while scan.visit_row(|_| fields += 1)? {
             read += 1;
         }
         Ok((read, fields))
