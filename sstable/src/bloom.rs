@@ -52,6 +52,8 @@
 
 use bytes::Bytes;
 
+use crate::prefetch::prefetch;
+
 /// The most probes a filter may use; more cost time for no gain at any
 /// sensible bits-per-key, and a larger byte marks a damaged filter.
 pub const MAX_PROBES: u32 = 30;
@@ -152,24 +154,6 @@ fn probe_positions(hash: u64, k: u32, num_bits: u64) -> impl Iterator<Item = u64
         }
         this
     })
-}
-
-/// Asks the processor to start loading the cache line holding `bytes[at]`
-/// (nothing on other architectures, or past the end). A hint: it changes
-/// no result, only when the memory arrives.
-#[inline]
-fn prefetch(bytes: &[u8], at: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(byte) = bytes.get(at) {
-        // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 processor has
-        // (it is in the target's baseline), and it never faults nor reads
-        // into the program: the pointer is to a live byte anyway.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(std::ptr::from_ref(byte).cast());
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (bytes, at);
 }
 
 /// A serialized Bloom filter, read-only.

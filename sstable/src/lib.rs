@@ -68,6 +68,7 @@ mod compression;
 mod cost;
 mod error;
 mod format;
+mod prefetch;
 mod properties;
 mod table;
 
