@@ -49,6 +49,15 @@ fn crash_image(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A store with family "a", whose files are compacted only by `compact`.
+fn store_compacted_by_hand(dir: &Path) -> Result<Arc<Store>> {
+    let family = FamilyOptions::default().compaction_trigger(0);
+    Ok(Arc::new(Store::open(
+        dir,
+        StoreOptions::default().family_with("a", family),
+    )?))
+}
+
 fn value(store: &Store, row: &str) -> Result<Option<Vec<u8>>> {
     Ok(store.get("a", row, "c")?.map(|c| c.value.to_vec()))
 }
@@ -433,11 +442,7 @@ fn a_family_created_while_a_drop_of_its_name_finishes_keeps_its_folder() -> Test
 #[test]
 fn a_read_only_open_racing_a_compaction_that_deletes_its_tables_reads_the_tables_it_holds() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let family = FamilyOptions::default().compaction_trigger(0);
-    let store = Arc::new(Store::open(
-        dir.path(),
-        StoreOptions::default().family_with("a", family),
-    )?);
+    let store = store_compacted_by_hand(dir.path())?;
     for part in 0..3 {
         for i in 0..10 {
             store.put("a", format!("r{part}{i}"), "c", "v")?;
@@ -524,11 +529,7 @@ fn a_read_only_open_of_a_damaged_store_reports_the_damage_without_retrying() -> 
 #[test]
 fn a_memtable_flushed_during_a_major_compaction_is_freed_at_once() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let family = FamilyOptions::default().compaction_trigger(0);
-    let store = Arc::new(Store::open(
-        dir.path(),
-        StoreOptions::default().family_with("a", family),
-    )?);
+    let store = store_compacted_by_hand(dir.path())?;
     for i in 0..100 {
         store.put("a", format!("r{i:03}"), "c", "0")?;
     }
