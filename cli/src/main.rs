@@ -13,7 +13,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod clock;
 mod dump;
@@ -33,6 +33,7 @@ mod repair;
 mod shell;
 mod stats;
 mod store_cmds;
+mod switches;
 
 use store_cmds::Switch;
 
@@ -91,7 +92,8 @@ type Error = Box<dyn std::error::Error>;
 /// Parses the command line, runs the subcommand, turns an error into a
 /// message on stderr and a failing exit status.
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = switches::hide_unaccepted(Cli::command(), accepts).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of our output went away (`cellar scan | head`): it has
@@ -117,6 +119,19 @@ pub fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
         next = e.source();
     }
     false
+}
+
+/// Whether the subcommand `name` does something with a switch, with some
+/// arguments (its help lists only these).
+fn accepts(name: &str, switch: Switch) -> bool {
+    match name {
+        "lesson" => matches!(switch, Switch::Dir | Switch::Json),
+        // The shell passes every switch on to its commands.
+        "shell" => true,
+        "keys" => false,
+        "repair" => switch == Switch::Dir,
+        _ => store_cmds::accepts(name, switch),
+    }
 }
 
 /// Refuses a switch the command would ignore.
@@ -157,19 +172,19 @@ fn run(cli: Cli) -> Result<(), Error> {
     let mut opening = None;
     match &cli.command {
         Command::Lesson(args) => {
-            check_switches(&cli, "lesson", |s| s == Switch::Dir || s == Switch::Json)?;
+            check_switches(&cli, "lesson", |s| accepts("lesson", s))?;
             lesson::run(args, cli.dir.as_deref(), cli.json)?;
         }
         Command::Shell => {
-            check_switches(&cli, "shell", |_| true)?;
+            check_switches(&cli, "shell", |s| accepts("shell", s))?;
             return shell::run(&ctx, cli.time);
         }
         Command::Keys(args) => {
-            check_switches(&cli, "keys", |_| false)?;
+            check_switches(&cli, "keys", |s| accepts("keys", s))?;
             keys::run(args, &mut std::io::stdout().lock())?;
         }
         Command::Repair => {
-            check_switches(&cli, "repair", |s| s == Switch::Dir)?;
+            check_switches(&cli, "repair", |s| accepts("repair", s))?;
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
             repair::run(&ctx.dir, &mut out)?;

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches, Parser};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
@@ -51,6 +51,12 @@ struct Line {
     time: bool,
     #[command(subcommand)]
     command: StoreCommand,
+}
+
+/// The definition of a line, each switch listed only by the commands that
+/// accept it ([`crate::switches`]).
+fn line_command() -> clap::Command {
+    crate::switches::hide_unaccepted(Line::command(), store_cmds::accepts)
 }
 
 /// Runs the shell until end of input, `exit` or `quit`.
@@ -179,7 +185,10 @@ impl Session {
             }
             _ => words,
         };
-        let parsed = match Line::try_parse_from(&words) {
+        let parsed = match line_command()
+            .try_get_matches_from(&words)
+            .and_then(|matches| Line::from_arg_matches(&matches))
+        {
             Ok(parsed) => parsed,
             Err(e) if e.kind() == ErrorKind::DisplayHelp => {
                 write!(out, "{e}")?;
@@ -275,7 +284,7 @@ struct Completion {
 impl Completion {
     /// The choices for the word after `previous` (the words typed before it).
     fn choices(&self, previous: &[&str], partial: &str) -> Vec<String> {
-        let root = Line::command();
+        let root = line_command();
         // Walk down the subcommands named so far (`explain slice ...`).
         let mut command = &root;
         let mut positionals = 0;
@@ -290,9 +299,12 @@ impl Completion {
             return self.families.clone();
         }
         if partial.starts_with('-') {
+            // The command's own options and the switches it does not hide.
+            let own = |id: &clap::Id| command.get_arguments().any(|a| a.get_id() == id);
             let mut options: Vec<String> = command
                 .get_arguments()
-                .chain(root.get_arguments())
+                .filter(|a| !a.is_hide_set())
+                .chain(root.get_arguments().filter(|a| !own(a.get_id())))
                 .filter_map(|a| a.get_long())
                 .map(|l| format!("--{l}"))
                 .collect();
@@ -399,5 +411,8 @@ mod tests {
             assert!(options.iter().any(|x| x == o), "{o} in {options:?}");
         }
         assert!(!options.iter().any(|x| x == "--ts"), "{options:?}");
+        // put refuses --json and --human: not offered.
+        let options = c.choices(&["put", "books"], "--");
+        assert_eq!(options, ["--family", "--help", "--time", "--ts"]);
     }
 }

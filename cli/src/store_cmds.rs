@@ -222,39 +222,40 @@ impl StoreCommand {
 
     /// Whether the command needs an open store (the dumps read files).
     pub fn needs_store(&self) -> bool {
-        !matches!(
-            self,
-            StoreCommand::Dump(_) | StoreCommand::DumpLog(_) | StoreCommand::DumpManifest(_)
-        )
+        needs_store(self.name())
     }
 
-    /// Whether the command does something with a switch. A switch given to a
-    /// command that would ignore it is an error, so that `--json` never
-    /// silently prints text and `--dir` never names a folder nobody reads.
+    /// Whether the command does something with a switch, given its
+    /// arguments. A switch given to a command that would ignore it is an
+    /// error, so that `--json` never silently prints text and `--dir` never
+    /// names a folder nobody reads.
     pub fn uses(&self, switch: Switch) -> bool {
-        use StoreCommand as C;
-        match switch {
-            Switch::Json => matches!(
-                self,
-                C::Families
-                    | C::Get(_)
-                    | C::Slice(_)
-                    | C::Scan(_)
-                    | C::Count(_)
-                    | C::Stats
-                    | C::Files(_)
-                    | C::Explain(_)
-            ),
-            Switch::Human => matches!(
-                self,
-                C::Get(_) | C::Slice(_) | C::Scan(_) | C::Explain(_) | C::Dump(_) | C::DumpLog(_)
-            ),
-            // Without a FILE, dump-manifest reads the manifest of --dir.
-            Switch::Dir => self.needs_store() || matches!(self, C::DumpManifest(a) if a.file.is_none()),
-            Switch::Family => self.needs_store(),
-            // A command that writes says so itself, more plainly.
-            Switch::ReadOnly => self.needs_store(),
-        }
+        // dump-manifest reads the manifest of --dir only without a FILE.
+        let reads_a_file = matches!(self, StoreCommand::DumpManifest(a) if a.file.is_some());
+        accepts(self.name(), switch) && !(switch == Switch::Dir && reads_a_file)
+    }
+}
+
+/// Whether the store command `name` needs an open store (the dumps read files).
+fn needs_store(name: &str) -> bool {
+    !matches!(name, "dump" | "dump-log" | "dump-manifest")
+}
+
+/// Whether the store command `name` does something with a switch, with some
+/// arguments: what its help lists ([`crate::switches`]).
+pub fn accepts(name: &str, switch: Switch) -> bool {
+    let needs_store = needs_store(name);
+    match switch {
+        Switch::Json => matches!(
+            name,
+            "families" | "get" | "slice" | "scan" | "count" | "stats" | "files" | "explain"
+        ),
+        Switch::Human => matches!(name, "get" | "slice" | "scan" | "explain" | "dump" | "dump-log"),
+        // Without a FILE, dump-manifest reads the manifest of --dir.
+        Switch::Dir => needs_store || name == "dump-manifest",
+        Switch::Family => needs_store,
+        // A command that writes says so itself, more plainly.
+        Switch::ReadOnly => needs_store,
     }
 }
 

@@ -674,6 +674,55 @@ fn a_switch_the_command_would_ignore_is_an_error() -> Result {
     Ok(())
 }
 
+/// The global switches a help lists, as `--name`.
+fn switches_listed(help: &str) -> Vec<&'static str> {
+    ["--dir", "--family", "--json", "--human", "--time", "--read-only"]
+        .into_iter()
+        .filter(|switch| {
+            help.lines().any(|line| {
+                let line = line.trim_start();
+                line == *switch || line.starts_with(&format!("{switch} "))
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn help_lists_only_the_switches_the_command_accepts() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let help = |args: &[&str]| -> Result<Vec<&'static str>> { Ok(switches_listed(&ok(tmp.path(), args)?)) };
+    // put refuses --json and --human (a switch it would ignore is an error): its help does not offer them.
+    assert_eq!(
+        help(&["put", "--help"])?,
+        ["--dir", "--family", "--time", "--read-only"]
+    );
+    assert_eq!(
+        help(&["get", "--help"])?,
+        ["--dir", "--family", "--json", "--human", "--time", "--read-only"]
+    );
+    // The dumps read files, not a store; dump-manifest reads --dir's manifest without a FILE.
+    assert_eq!(help(&["dump", "--help"])?, ["--human", "--time"]);
+    assert_eq!(help(&["dump-manifest", "--help"])?, ["--dir", "--time"]);
+    assert_eq!(help(&["keys", "--help"])?, ["--time"]);
+    assert_eq!(help(&["repair", "--help"])?, ["--dir", "--time"]);
+    assert_eq!(help(&["lesson", "--help"])?, ["--dir", "--json", "--time"]);
+    assert_eq!(
+        help(&["shell", "--help"])?,
+        ["--dir", "--family", "--json", "--human", "--time", "--read-only"]
+    );
+    // cellar's own help lists every switch.
+    assert_eq!(
+        help(&["--help"])?,
+        ["--dir", "--family", "--json", "--human", "--time", "--read-only"]
+    );
+    // Typed anyway, a switch is still refused by name.
+    assert_eq!(
+        fails(tmp.path(), &["put", "books", "b1", "title", "Dune", "--json"])?,
+        "cellar: --json does not apply to `put`\n"
+    );
+    Ok(())
+}
+
 #[test]
 fn get_versions_shows_the_versions_a_family_keeps_newest_first() -> Result {
     let tmp = tempfile::tempdir()?;

@@ -87,3 +87,39 @@ fn a_switch_a_command_would_ignore_is_refused() -> Result {
     );
     Ok(())
 }
+
+/// The switches a help lists, as `--name`.
+fn switches_listed(help: &str) -> Vec<&'static str> {
+    ["--json", "--human", "--family", "--time"]
+        .into_iter()
+        .filter(|switch| {
+            help.lines().any(|line| {
+                let line = line.trim_start();
+                line == *switch || line.starts_with(&format!("{switch} "))
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn help_lists_only_the_switches_the_command_accepts() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let (code, stdout, stderr) = shell(tmp.path(), &["--family", "books"], "put --help\n")?;
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    // put refuses --json and --human: its help does not offer them.
+    assert_eq!(switches_listed(&stdout), ["--family", "--time"], "{stdout}");
+    let (_, stdout, _) = shell(tmp.path(), &["--family", "books"], "help get\n")?;
+    assert_eq!(
+        switches_listed(&stdout),
+        ["--json", "--human", "--family", "--time"],
+        "{stdout}"
+    );
+    // Typed anyway, the switch is refused by name, not as an unknown argument.
+    let (code, _, stderr) = shell(tmp.path(), &["--family", "books"], "put books b1 title Dune --json\n")?;
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr,
+        "cellar: --json does not apply to `put`\ncellar: 1 command(s) failed\n"
+    );
+    Ok(())
+}
