@@ -594,7 +594,8 @@ impl RangeRead {
             unescaped: Vec::new(),
             versions_piled: false,
             columns: match row {
-                Some(_) => LAST_ROW_COLUMNS.take(),
+                // (During the thread's teardown there are none to take.)
+                Some(_) => LAST_ROW_COLUMNS.try_with(std::cell::Cell::take).unwrap_or_default(),
                 None => Vec::new(),
             },
             column_at: 0,
@@ -779,7 +780,9 @@ impl Drop for RangeRead {
     /// A read of one row leaves its column names for the next one on this thread.
     fn drop(&mut self) {
         if self.one_row {
-            LAST_ROW_COLUMNS.set(std::mem::take(&mut self.columns));
+            let names = std::mem::take(&mut self.columns);
+            // During the thread's teardown the names are simply dropped.
+            let _ = LAST_ROW_COLUMNS.try_with(|last| last.set(names));
         }
     }
 }
