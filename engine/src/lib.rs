@@ -59,6 +59,7 @@ mod output;
 mod read;
 mod read_only;
 mod recovery;
+mod skiplist;
 mod source;
 mod stats;
 mod store;
