@@ -59,7 +59,6 @@ mod output;
 mod read;
 mod read_only;
 mod recovery;
-mod skiplist;
 mod source;
 mod stats;
 mod store;

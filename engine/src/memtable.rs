@@ -1,37 +1,192 @@
 //! The memtable: the newest writes of one column family, sorted in memory.
 //!
-//! Every write lands here after it is in the log. The memtable is a skip list
-//! ([`SkipList`]) keyed by the internal key, one entry per cell version, so
-//! readers walk it while the writer inserts, without locks. When it passes its
-//! limit it is frozen (no more inserts) and a background thread writes it out
-//! as a table file; until that file is installed, reads still consult the
-//! frozen memtable.
+//! Every write lands here after it is in the log. The memtable is a concurrent
+//! skip list (crossbeam-skiplist) keyed by the internal key, so readers walk it
+//! while the writer inserts, without locks. When it passes its limit it is
+//! frozen (no more inserts) and a background thread writes it out as a table
+//! file; until that file is installed, reads still consult the frozen memtable.
 //!
-//! The entries live in an *arena*: big chunks filled one node after another
-//! (node, key and value in one piece), as LevelDB's and RocksDB's memtables
-//! keep theirs. A write costs no allocation of its own, the memtable's size is
-//! the chunks it allocated, and dropping a flushed memtable frees a few
-//! hundred chunks instead of one buffer per entry. (Measured on a YCSB load:
-//! the flush thread freeing buffers one by one held the allocator's lock the
-//! writer needed, and the writer waited.)
+//! The entries' bytes live in an *arena* ([`Arena`]): big chunks filled one
+//! entry after another, as LevelDB's and RocksDB's memtables keep theirs. A
+//! write then costs one allocation (the skip-list node), not two, and dropping
+//! a flushed memtable frees a few hundred chunks instead of one buffer per
+//! entry. (Measured on a YCSB load: the flush thread freeing buffers one by
+//! one held the allocator's lock the writer needed, and the writer waited.)
 
+use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use crossbeam_skiplist::SkipMap;
+use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::key::{self, Kind};
-use crate::skiplist::{RawPosition, SkipList};
+
+/// A memtable entry: its internal key and value side by side in the arena,
+/// with the key's first 16 bytes also kept inline in the skip-list node as one
+/// big-endian integer (zero-padded). The entry is the skip list's key; the
+/// list's value is empty.
+///
+/// * Key and value in one slice of an arena chunk: a put costs one allocation
+///   (the node), not three (key, value, and the shared headers their handles need).
+/// * The inline head: a skip-list insert or seek compares its key with a node at
+///   every level. With the key bytes behind a pointer, each comparison costs a
+///   second cache miss and a `memcmp` call; with the head inline, most are
+///   decided by one integer compare inside the node. The order is still plain
+///   byte order: zero is the smallest byte, so padding a short key with zeros
+///   never moves it past a key it is a prefix of, and equal heads fall back to
+///   comparing the whole keys.
+#[derive(Clone, Debug)]
+pub(crate) struct MemEntry {
+    head: u128,
+    bytes: Bytes,
+    key_len: usize,
+}
+
+impl MemEntry {
+    fn new(bytes: Bytes, key_len: usize) -> MemEntry {
+        let key_len = key_len.min(bytes.len());
+        let mut head = [0u8; 16];
+        let n = key_len.min(16);
+        if let (Some(dst), Some(src)) = (head.get_mut(..n), bytes.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        MemEntry {
+            head: u128::from_be_bytes(head),
+            bytes,
+            key_len,
+        }
+    }
+
+    /// The internal key.
+    pub fn key(&self) -> &[u8] {
+        self.bytes.get(..self.key_len).unwrap_or_default()
+    }
+
+    /// The value's bytes, borrowed from the arena.
+    pub fn value_bytes(&self) -> &[u8] {
+        self.bytes.get(self.key_len..).unwrap_or_default()
+    }
+
+    /// A probe for a seek to `target`: an entry with no value, compared by
+    /// the skip list exactly as stored entries are, inline head first. (A
+    /// seek by a plain byte slice would compare whole keys at every step,
+    /// each behind a pointer to the node's buffer: a cache miss more per
+    /// level. The probe costs one small allocation per seek.)
+    fn probe(target: &[u8]) -> MemEntry {
+        MemEntry::new(Bytes::copy_from_slice(target), target.len())
+    }
+
+    /// The value, copied out of the arena: a reader that keeps it does not
+    /// keep the memtable's chunk (and with it a whole flushed memtable's
+    /// neighbours) alive. LevelDB and RocksDB copy out of their memtables too.
+    pub fn value(&self) -> Bytes {
+        Bytes::copy_from_slice(self.value_bytes())
+    }
+}
+
+impl PartialEq for MemEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.head == other.head && self.key() == other.key()
+    }
+}
+
+impl Eq for MemEntry {}
+
+impl Ord for MemEntry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.head.cmp(&other.head).then_with(|| self.key().cmp(other.key()))
+    }
+}
+
+impl PartialOrd for MemEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 /// The newest visible entry of a cell in one source: its key's
 /// `(timestamp, sequence, kind)` and its value.
 pub(crate) type Hit = ((u64, u64, Kind), Bytes);
 
+/// Bytes an entry costs in memory beyond its key and value, so that the byte
+/// limit measures memory, not payload: the skip-list node (the inline key head,
+/// the handle on its arena slice, the key length, a refcount and on average
+/// 1.33 tower pointers) and the allocator's rounding and bookkeeping on it.
+/// (The arena's chunks are counted as they are allocated.) Measured: 1M
+/// entries of 45-byte keys and 100-byte values grew the process by 262 bytes
+/// each, 145 of them in the arena.
+const NODE_OVERHEAD: usize = 117;
+
+/// Size of the first arena chunk of a memtable, and of its largest.
+///
+/// A chunk is one allocation holding many entries. Each new chunk is as big
+/// as all the chunks before it together (between these two sizes), so a
+/// memtable written rarely holds 4 KiB, and a busy one allocates a chunk per
+/// 64 KiB of entries. A chunk wastes the room left at its end when the next
+/// entry does not fit; an entry over a quarter of a chunk gets an allocation
+/// of its own (LevelDB's rule), so at most a quarter is ever wasted.
+const FIRST_CHUNK: usize = 4 << 10;
+const LARGEST_CHUNK: usize = 64 << 10;
+
+/// Where a memtable's entries keep their bytes: one chunk filled from the
+/// front, entry after entry. Each entry is a `Bytes` handle on its own slice
+/// of a chunk (the chunk counts its handles), so a chunk is freed when the
+/// last entry in it goes, which is when the memtable is dropped after its flush.
+struct Arena {
+    /// A lock only because a memtable is shared; the store's single writer
+    /// is the only one to take it.
+    state: Mutex<ArenaState>,
+}
+
+struct ArenaState {
+    /// The chunk being filled: empty, with the free room as its capacity.
+    chunk: BytesMut,
+    /// Bytes of the chunks allocated so far.
+    allocated: usize,
+}
+
+impl Arena {
+    fn new() -> Arena {
+        Arena {
+            state: Mutex::new(ArenaState {
+                chunk: BytesMut::new(),
+                allocated: 0,
+            }),
+        }
+    }
+
+    /// Copies `key ++ value` into the arena; returns its slice and the bytes
+    /// newly allocated for it (a new chunk's size, or 0).
+    fn store(&self, key: &[u8], value: &[u8]) -> (Bytes, usize) {
+        let len = key.len() + value.len();
+        let mut state = self.state.lock();
+        let next_chunk = state.allocated.clamp(FIRST_CHUNK, LARGEST_CHUNK);
+        if len > next_chunk / 4 {
+            let mut own = BytesMut::with_capacity(len);
+            own.extend_from_slice(key);
+            own.extend_from_slice(value);
+            return (own.freeze(), len);
+        }
+        let mut allocated = 0;
+        if state.chunk.capacity() < len {
+            state.chunk = BytesMut::with_capacity(next_chunk);
+            state.allocated += next_chunk;
+            allocated = next_chunk;
+        }
+        state.chunk.extend_from_slice(key);
+        state.chunk.extend_from_slice(value);
+        // `split` hands out the filled front and keeps the free room: no copy.
+        (state.chunk.split().freeze(), allocated)
+    }
+}
+
 /// A sorted in-memory table of entries `(internal key -> value)`.
 pub(crate) struct Memtable {
-    list: SkipList,
-    /// Bytes of the arena's chunks: what the memtable holds in memory.
+    map: SkipMap<MemEntry, ()>,
+    arena: Arena,
     bytes: AtomicUsize,
     entries: AtomicUsize,
     tombstones: AtomicUsize,
@@ -45,7 +200,8 @@ impl Memtable {
     /// An empty memtable.
     pub fn new() -> Memtable {
         Memtable {
-            list: SkipList::new(),
+            map: SkipMap::new(),
+            arena: Arena::new(),
             bytes: AtomicUsize::new(0),
             entries: AtomicUsize::new(0),
             tombstones: AtomicUsize::new(0),
@@ -58,31 +214,19 @@ impl Memtable {
     /// Inserts one entry, copying its key and value into the arena. Keys are
     /// unique because every write has its own sequence number. Only the
     /// store's single writer calls this.
-    ///
-    /// The counters are updated inside the list's writer lock, so plain loads
-    /// and stores keep them exact: a read-modify-write atomic (`fetch_add`,
-    /// and `fetch_max`'s compare-and-swap loop) costs a locked instruction,
-    /// five of them per cell were ~3% of a YCSB load's writer.
     pub fn insert(&self, key: &[u8], value: &[u8], timestamp: u64, sequence: u64, tombstone: bool, log: u64) {
-        self.list.insert(key, value, |bytes| {
-            if self.first_log.load(Ordering::Relaxed) == 0 {
-                self.first_log.store(log, Ordering::Relaxed);
-            }
-            self.bytes.store(bytes, Ordering::Relaxed);
-            if timestamp > self.max_ts.load(Ordering::Relaxed) {
-                self.max_ts.store(timestamp, Ordering::Relaxed);
-            }
-            if sequence > self.max_seq.load(Ordering::Relaxed) {
-                self.max_seq.store(sequence, Ordering::Relaxed);
-            }
-            if tombstone {
-                self.tombstones
-                    .store(self.tombstones.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            }
-            // Release: a reader that sees the count sees the entries counted.
-            self.entries
-                .store(self.entries.load(Ordering::Relaxed) + 1, Ordering::Release);
-        });
+        if self.first_log.load(Ordering::Relaxed) == 0 {
+            self.first_log.store(log, Ordering::Relaxed);
+        }
+        let (bytes, allocated) = self.arena.store(key, value);
+        self.bytes.fetch_add(allocated + NODE_OVERHEAD, Ordering::Relaxed);
+        self.max_ts.fetch_max(timestamp, Ordering::Relaxed);
+        self.max_seq.fetch_max(sequence, Ordering::Relaxed);
+        if tombstone {
+            self.tombstones.fetch_add(1, Ordering::Relaxed);
+        }
+        self.map.insert(MemEntry::new(bytes, key.len()), ());
+        self.entries.fetch_add(1, Ordering::Release);
     }
 
     /// Approximate memory used, in bytes.
@@ -103,9 +247,9 @@ impl Memtable {
     /// The smallest and the largest key inserted (`None` when empty): the
     /// memtable's key range, as a table file's first and last key are its.
     pub fn key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        let (first, _) = self.list.first().entry()?;
-        let last = self.list.last_key()?;
-        Some((first.to_vec(), last.to_vec()))
+        let first = self.map.front()?;
+        let last = self.map.back()?;
+        Some((first.key().key().to_vec(), last.key().key().to_vec()))
     }
 
     /// Whether nothing was inserted.
@@ -136,92 +280,96 @@ impl Memtable {
     /// value, with the number of entries looked at to find it.
     pub fn newest_with_prefix(&self, prefix: &[u8], snapshot: u64) -> (Option<Hit>, u64) {
         let mut examined = 0;
-        let mut at = self.list.lower_bound(prefix);
-        while let Some((k, value)) = at.entry() {
-            if !k.starts_with(prefix) {
+        let mut entry = self.map.lower_bound(Bound::Included(&MemEntry::probe(prefix)));
+        while let Some(e) = entry {
+            if !e.key().key().starts_with(prefix) {
                 break;
             }
             examined += 1;
-            if let Some(found) = key::suffix(k).filter(|&(_, seq, _)| seq <= snapshot) {
-                return (Some((found, Bytes::copy_from_slice(value))), examined);
+            if let Some(found) = key::suffix(e.key().key()).filter(|&(_, seq, _)| seq <= snapshot) {
+                return (Some((found, e.key().value())), examined);
             }
-            at = at.next();
+            entry = e.next();
         }
         (None, examined)
     }
 
     /// Every entry in key order, as `(key, value)` borrowed from the arena (used by flush).
     pub fn for_each(&self, mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
-        let mut at = self.list.first();
-        while let Some((k, v)) = at.entry() {
-            visit(k, v)?;
-            at = at.next();
+        for e in self.map.iter() {
+            visit(e.key().key(), e.key().value_bytes())?;
         }
         Ok(())
     }
 }
 
-/// What a read held while it walked the memtables; now nothing.
+/// Pins the skip lists' memory reclamation (crossbeam's epoch) for the
+/// length of one read; drop the guard when the read is done.
 ///
-/// The crossbeam skip list the memtable used before needed an epoch pin
-/// around each read. The arena list needs none: its nodes live as long as
-/// the memtable, which the read holds. The read path's calls still compile
-/// and cost nothing (a zero-sized value); they can go.
-pub(crate) struct ReadPin;
-
-/// See [`ReadPin`].
-pub(crate) fn pin_for_read() -> ReadPin {
-    ReadPin
+/// Every skip-list operation pins the epoch for itself: a seek once, a
+/// cursor's step twice (once to move, once to let go of the node it leaves).
+/// A first pin is a fenced atomic write, and every 128th tries to reclaim
+/// memory; a pin inside another is a counter increment. So a read that walks
+/// a memtable pins once around the whole walk. (Only around one call: a
+/// thread pinned for long holds back reclamation for every skip list.)
+pub(crate) fn pin_for_read() -> crossbeam_epoch::Guard {
+    crossbeam_epoch::pin()
 }
+
+type Position<'a> = Option<crossbeam_skiplist::map::Entry<'a, MemEntry, ()>>;
+
+self_cell::self_cell!(
+    /// A memtable handle and a skip-list entry borrowed from it.
+    struct PositionCell {
+        owner: Arc<Memtable>,
+        #[covariant]
+        dependent: Position,
+    }
+);
 
 /// A position in a memtable, for a read that walks it in key order.
 ///
 /// The cursor owns a handle on its memtable, so a read may keep it as long as
 /// it likes (a scan is an iterator its caller holds), and stands on one
 /// skip-list node: a step follows the node's next pointer, and nothing is
-/// copied out of the memtable until the read returns a value.
-pub(crate) struct MemtableCursor {
-    memtable: Arc<Memtable>,
-    /// A node of `memtable`'s list (or past its end).
-    at: RawPosition,
-}
+/// copied out of the memtable until the read returns a value. (The skip list
+/// counts the cursor as a reference to the node it stands on; a step moves
+/// that reference to the next node.)
+pub(crate) struct MemtableCursor(PositionCell);
 
 impl MemtableCursor {
     /// A cursor on the first entry of `memtable` whose key is at or after `target`.
     pub fn seek(memtable: Arc<Memtable>, target: &[u8]) -> MemtableCursor {
-        let at = memtable.list.lower_bound(target).into_raw();
-        MemtableCursor { memtable, at }
+        let probe = MemEntry::probe(target);
+        MemtableCursor(PositionCell::new(memtable, |m| {
+            m.map.lower_bound(Bound::Included(&probe))
+        }))
     }
 
     /// Moves to the first entry at or after `target`.
     pub fn reseek(&mut self, target: &[u8]) {
-        self.at = self.memtable.list.lower_bound(target).into_raw();
-    }
-
-    fn position(&self) -> crate::skiplist::Position<'_> {
-        // SAFETY: `at` always comes from this memtable's list, which the
-        // cursor keeps alive.
-        unsafe { self.at.attach(&self.memtable.list) }
+        let probe = MemEntry::probe(target);
+        self.0
+            .with_dependent_mut(|m, position| *position = m.map.lower_bound(Bound::Included(&probe)));
     }
 
     /// Moves to the next entry (past the last one, the cursor has no entry).
     pub fn next(&mut self) {
-        self.at = self.position().next().into_raw();
+        self.0
+            .with_dependent_mut(|_, position| *position = position.as_ref().and_then(|e| e.next()));
     }
 
     /// The current entry's key, if the cursor is on one.
     pub fn key(&self) -> Option<&[u8]> {
-        self.position().entry().map(|(k, _)| k)
+        self.0.borrow_dependent().as_ref().map(|e| e.key().key())
     }
 
-    /// The current entry's value, copied out of the arena (empty past the
-    /// end): a reader that keeps it does not keep the memtable (and with it
-    /// a whole flushed memtable's chunks) alive. LevelDB and RocksDB copy out
-    /// of their memtables too.
+    /// The current entry's value, a handle on the entry's buffer (empty past the end).
     pub fn value(&self) -> Bytes {
-        self.position()
-            .entry()
-            .map(|(_, v)| Bytes::copy_from_slice(v))
+        self.0
+            .borrow_dependent()
+            .as_ref()
+            .map(|e| e.key().value())
             .unwrap_or_default()
     }
 }
@@ -230,7 +378,6 @@ impl MemtableCursor {
 mod tests {
     use super::*;
     use crate::key::Kind;
-    use crate::skiplist::LARGEST_CHUNK;
 
     fn put(m: &Memtable, row: &[u8], col: &[u8], ts: u64, seq: u64, value: &[u8]) {
         let k = key::encode(row, col, ts, seq, Kind::Put);
@@ -260,29 +407,31 @@ mod tests {
     #[test]
     fn arena_chunks_grow_with_the_memtable_and_a_large_entry_gets_its_own() -> Result<()> {
         let m = Memtable::new();
-        assert_eq!(m.bytes(), 0, "an empty memtable holds no chunk");
         let value = [7u8; 100];
+        let entry = key::encode(b"row0000", b"c", 1, 1, Kind::Put).len() + value.len();
         let mut chunks = Vec::new();
         let mut n = 0u64;
         while chunks.len() < 6 {
             let before = m.bytes();
             n += 1;
             put(&m, format!("row{n:04}").as_bytes(), b"c", 1, n, &value);
-            let grew = m.bytes() - before;
+            let grew = m.bytes() - before - NODE_OVERHEAD;
             if grew > 0 {
                 chunks.push(grew);
             }
         }
         // Each chunk as big as all before it: 4, 4, 8, 16, 32, then 64 KiB at most.
         assert_eq!(chunks, [4 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10]);
+        // The chunk before the last held as many entries as fit in it.
+        assert_eq!(
+            n as usize - 1,
+            [4, 4, 8, 16, 32].iter().map(|k| (k << 10) / entry).sum::<usize>()
+        );
         let large = vec![9u8; LARGEST_CHUNK / 4];
         let before = m.bytes();
         put(&m, b"zlarge", b"c", 1, n + 1, &large);
         let large_entry = key::encode(b"zlarge", b"c", 1, 1, Kind::Put).len() + large.len();
-        // Allocated alone: the entry, a 40-byte node and its tower (1 to 12
-        // pointers), rounded up to 8 bytes.
-        let grew = m.bytes() - before;
-        assert!((large_entry + 48..large_entry + 40 + 96 + 8).contains(&grew), "{grew}");
+        assert_eq!(m.bytes() - before, large_entry + NODE_OVERHEAD, "allocated alone");
         let mut seen = 0;
         m.for_each(|k, v| {
             let row = key::parse(k).map(|k| k.row).unwrap_or_default();
@@ -293,6 +442,18 @@ mod tests {
         })?;
         assert_eq!(seen, n + 1);
         Ok(())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn entry_order_is_key_byte_order(
+            a in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24),
+            b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24),
+        ) {
+            let (ka, kb) = (MemEntry::new(Bytes::from(a.clone()), a.len()), MemEntry::new(Bytes::from(b.clone()), b.len()));
+            proptest::prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
+            proptest::prop_assert_eq!(ka == kb, a == b);
+        }
     }
 
     #[test]

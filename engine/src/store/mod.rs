@@ -73,9 +73,8 @@ pub(crate) struct Writer {
     buf: Vec<u8>,
     /// Per operation of the write in progress: family id and timestamp.
     resolved: Vec<(u32, u64)>,
-    /// Families the write in progress touched, with the cells and user bytes
-    /// it wrote to each (reused: no allocation per write).
-    touched: Vec<(u32, u64, u64)>,
+    /// Families the write in progress touched (reused: no allocation per write).
+    touched: Vec<u32>,
     /// The internal key of the entry being inserted (reused likewise).
     key: Vec<u8>,
     /// Log bytes appended since the log thread was last asked to write the

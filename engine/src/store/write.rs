@@ -114,17 +114,13 @@ impl Inner {
             key::encode_into(&mut w.key, op.row, op.column, ts, seq, op.kind);
             fam.active
                 .insert(&w.key, op.value, ts, seq, op.kind.is_tombstone(), log_number);
-            let bytes = (op.row.len() + op.column.len() + op.value.len()) as u64;
-            // The family's counters are added to once per write, not per cell.
-            match w.touched.iter_mut().find(|t| t.0 == id) {
-                Some(t) => (t.1, t.2) = (t.1 + 1, t.2 + bytes),
-                None => w.touched.push((id, 1, bytes)),
-            }
-        }
-        for &(id, entries, bytes) in &w.touched {
-            if let Some(fam) = version.families.get(&id) {
-                fam.counters.user_entries.fetch_add(entries, Ordering::Relaxed);
-                fam.counters.user_bytes.fetch_add(bytes, Ordering::Relaxed);
+            fam.counters.user_entries.fetch_add(1, Ordering::Relaxed);
+            fam.counters.user_bytes.fetch_add(
+                (op.row.len() + op.column.len() + op.value.len()) as u64,
+                Ordering::Relaxed,
+            );
+            if !w.touched.contains(&id) {
+                w.touched.push(id);
             }
         }
         w.last_seq = first + ops.len() as u64 - 1;
@@ -136,7 +132,7 @@ impl Inner {
         let full: Vec<u32> = w
             .touched
             .iter()
-            .map(|t| t.0)
+            .copied()
             .filter(|id| {
                 version.families.get(id).is_some_and(|f| {
                     f.active.bytes() >= f.options.memtable_max_bytes
