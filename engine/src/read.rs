@@ -49,7 +49,8 @@ pub struct Cell {
 
 /// One visible cell lent to a visitor ([`Snapshot::visit_row`],
 /// [`Scan::visit_row`]): its parts borrowed from where they lie (a table
-/// file's block, the read's own buffers), valid for the one call.
+/// file's block, a memtable's arena, the read's own buffers), valid for the
+/// one call.
 ///
 /// A [`Cell`] holds its column and value as two reference-counted handles,
 /// counted up when the cell is made and down when it is dropped, and a
@@ -663,8 +664,8 @@ impl RangeRead {
     }
 
     /// Lends the visible entry [`RangeRead::stop_at_visible`] stopped on to
-    /// `visit`, borrowed where it lies (a table's block; a memtable's value
-    /// is copied out first); the walk moves past it. Nothing is counted or
+    /// `visit`, borrowed where it lies (a table's block or a memtable's
+    /// arena); the walk moves past it. Nothing is counted or
     /// allocated per cell, except a column whose name holds a zero byte,
     /// unescaped into a buffer the read keeps.
     fn lend_cell(&mut self, visit: &mut impl FnMut(CellRef<'_>)) -> Result<()> {

@@ -369,12 +369,12 @@ impl Cursor {
     }
 
     /// Lends the current value to `f` (empty when not valid): a table's
-    /// value borrowed from its block, no reference count raised; a
-    /// memtable's copied out first, as [`Cursor::value`] does.
+    /// value borrowed from its block or the memtable's arena, no reference
+    /// count raised and nothing copied.
     #[inline]
     pub fn with_value<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         match &self.inner {
-            CursorInner::Mem(m) => f(&m.value()),
+            CursorInner::Mem(m) => f(m.value_bytes()),
             CursorInner::Table(t) => f(t.value_bytes()),
             CursorInner::Run(r) => f(r.iter.value_bytes()),
         }
