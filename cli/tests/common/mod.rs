@@ -74,3 +74,18 @@ pub fn book_store() -> Result<tempfile::TempDir> {
     }
     Ok(tmp)
 }
+
+/// Which of `switches` a help text lists, each as `--name` at the start of a
+/// line (alone or followed by its value or description).
+pub fn switches_listed(help: &str, switches: &[&'static str]) -> Vec<&'static str> {
+    switches
+        .iter()
+        .copied()
+        .filter(|switch| {
+            help.lines().any(|line| {
+                let line = line.trim_start();
+                line == *switch || line.starts_with(&format!("{switch} "))
+            })
+        })
+        .collect()
+}
