@@ -25,23 +25,7 @@ use cellar_engine::{
     inspect, Compression, Error, FamilyOptions, ReadOnlyStore, RowRange, Store, StoreOptions, SyncPolicy,
 };
 use cellar_testkit::dirs::{copy_store, scratch};
-
-/// splitmix64: deterministic, so a failing case replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use cellar_testkit::rng::SplitMix;
 
 fn options() -> StoreOptions {
     let family = FamilyOptions::default().compaction_trigger(0).block_size(256);
@@ -110,7 +94,7 @@ fn frame(payload: &[u8]) -> Vec<u8> {
 }
 
 /// A changed payload: a few bytes flipped or set, a cut, or bytes added.
-fn mutate(payload: &[u8], rng: &mut Rng) -> Vec<u8> {
+fn mutate(payload: &[u8], rng: &mut SplitMix) -> Vec<u8> {
     let mut out = payload.to_vec();
     match rng.below(6) {
         0..=2 if !out.is_empty() => {
@@ -119,14 +103,14 @@ fn mutate(payload: &[u8], rng: &mut Rng) -> Vec<u8> {
                 out[at] = if rng.below(2) == 0 {
                     out[at] ^ (1 << rng.below(8))
                 } else {
-                    rng.next() as u8
+                    rng.next_u64() as u8
                 };
             }
         }
         3 if !out.is_empty() => out.truncate(rng.below(out.len())),
         4 => {
             let at = rng.below(out.len() + 1);
-            let added: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.next() as u8).collect();
+            let added: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.next_u64() as u8).collect();
             out.splice(at..at, added);
         }
         _ => {
@@ -230,7 +214,7 @@ fn check(dir: &Path, file: &Path, case: &str, tally: &mut Tally) {
 fn attack(pristine: &Path, relative: &Path, per_record: usize, seed: u64, tally: &mut Tally) {
     let bytes = std::fs::read(pristine.join(relative)).unwrap();
     let records = frames(&bytes);
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix::new(seed);
     for (index, (offset, payload)) in records.iter().enumerate() {
         for attempt in 0..per_record {
             let changed = mutate(payload, &mut rng);

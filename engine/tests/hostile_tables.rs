@@ -24,23 +24,7 @@ use std::path::{Path, PathBuf};
 use cellar_engine::{Compression, Error, FamilyOptions, ReadOnlyStore, RowRange, Store, StoreOptions, SyncPolicy};
 use cellar_sstable::{BlockKind, Table, BLOCK_TRAILER_LEN};
 use cellar_testkit::dirs::{copy_store, scratch};
-
-/// splitmix64: deterministic, so a failing case replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use cellar_testkit::rng::SplitMix;
 
 fn options(compression: Compression) -> StoreOptions {
     StoreOptions::default().sync(SyncPolicy::Never).family_with(
@@ -86,7 +70,7 @@ fn checksum(contents: &[u8], kind: u8) -> u32 {
 
 /// Changes the block at `offset` (`size` bytes of contents, then the
 /// trailer) one way, chosen by `rng`, and writes its checksum again.
-fn mutate(bytes: &mut [u8], offset: usize, size: usize, rng: &mut Rng) -> String {
+fn mutate(bytes: &mut [u8], offset: usize, size: usize, rng: &mut SplitMix) -> String {
     let contents = offset..offset + size;
     let kind_at = offset + size;
     let what = match rng.below(5) {
@@ -112,7 +96,7 @@ fn mutate(bytes: &mut [u8], offset: usize, size: usize, rng: &mut Rng) -> String
         }
         _ => {
             for b in &mut bytes[contents.clone()] {
-                *b = rng.next() as u8;
+                *b = rng.next_u64() as u8;
             }
             "random contents".to_string()
         }
@@ -221,7 +205,7 @@ fn attack_every_block() {
         let relative = build(pristine.path(), compression);
         let blocks = Table::open(&pristine.path().join(&relative)).unwrap().blocks().unwrap();
         let pristine_bytes = std::fs::read(pristine.path().join(&relative)).unwrap();
-        let mut rng = Rng(seed as u64 + 7);
+        let mut rng = SplitMix::new(seed as u64 + 7);
         for block in &blocks {
             // Every index, filter and properties block; every third data block.
             if block.kind == BlockKind::Data && (block.handle.offset / 256) % 3 != 0 {

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 use cellar_engine::{FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
 use cellar_testkit::fault;
+use cellar_testkit::rng::SplitMix;
 
 type TestResult = Result<(), Box<dyn StdError>>;
 
@@ -41,39 +42,22 @@ const FAMILIES: [&str; 2] = ["a", "b"];
 const MARKER_ROW: &str = "~batch";
 const MARKER_COLUMN: &str = "n";
 
-/// splitmix64: a tiny deterministic generator, so a failing seed replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// Batch `number` (from 1) of the history of `seed`, and what it does to the
 /// model. Puts, cell deletes and row deletes across both families, then the
 /// markers. Timestamps are explicit and increasing, so the newest write of a
 /// cell always wins and the model needs no clock.
 fn batch(seed: u64, number: u64, model: &mut Model) -> WriteBatch {
-    let mut rng = Rng(seed.wrapping_mul(1_000_003).wrapping_add(number));
+    let mut rng = SplitMix::new(seed.wrapping_mul(1_000_003).wrapping_add(number));
     let mut batch = WriteBatch::new();
     let mut ts = number * 100;
     for op in 0..1 + rng.below(5) {
         ts += 1;
-        let family = FAMILIES[rng.below(2) as usize];
+        let family = FAMILIES[rng.below(2)];
         let row = format!("row{:02}", rng.below(24));
         let column = format!("c{}", rng.below(4));
         match rng.below(10) {
             0..=6 => {
-                let value = format!("{number}.{op}:{}", "x".repeat(rng.below(40) as usize));
+                let value = format!("{number}.{op}:{}", "x".repeat(rng.below(40)));
                 batch.put_at(family, &row, &column, ts, &value);
                 model.insert((family.into(), row, column), value);
             }
@@ -195,10 +179,10 @@ fn write_with_cuts(
 
 /// Where to cut: `count` distinct points in 1..=batches, from `seed`.
 fn cut_points(seed: u64, batches: u64, count: usize) -> Vec<u64> {
-    let mut rng = Rng(seed ^ 0xC0FF_EE00);
+    let mut rng = SplitMix::new(seed ^ 0xC0FF_EE00);
     let mut points = std::collections::BTreeSet::new();
     while points.len() < count.min(batches as usize) {
-        points.insert(1 + rng.below(batches));
+        points.insert(1 + rng.below(batches as usize) as u64);
     }
     points.into_iter().collect()
 }

@@ -7,8 +7,10 @@
 //!   records, for every file under a watched folder, what the disk would keep
 //!   if power failed now, as LevelDB's fault-injection test does.
 //! - [`dirs`]: scratch folders and copies of a store for damage tests.
+//! - [`rng`]: a seeded generator, so a test's random cases replay.
 
 #![deny(missing_docs)]
 
 pub mod dirs;
 pub mod fault;
+pub mod rng;
