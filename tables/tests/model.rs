@@ -69,29 +69,53 @@ enum Op {
     Batch(Vec<Op>),
 }
 
+fn insert_op() -> impl Strategy<Value = Op> {
+    (0..14i64, 0..4i64, 0..96u64, 0..3i64, 0..48u64, 0..3usize).prop_map(
+        |(id, customer, placed_h, warehouse, ship_h, status)| Op::Insert {
+            id,
+            customer,
+            placed_h,
+            warehouse,
+            ship_h,
+            status,
+        },
+    )
+}
+
+fn update_op() -> impl Strategy<Value = Op> {
+    (
+        0..14i64,
+        proptest::option::of(0..4i64),
+        proptest::option::of(0..3i64),
+        proptest::option::of(0..120u64),
+        proptest::option::of(0..3usize),
+    )
+        .prop_map(|(id, customer, warehouse, ship_h, status)| Op::Update {
+            id,
+            customer,
+            warehouse,
+            ship_h,
+            status,
+        })
+}
+
+fn delete_op() -> impl Strategy<Value = Op> {
+    (0..14i64).prop_map(|id| Op::Delete { id })
+}
+
 fn write_op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        2 => (0..14i64, 0..4i64, 0..96u64, 0..3i64, 0..48u64, 0..3usize).prop_map(
-            |(id, customer, placed_h, warehouse, ship_h, status)| Op::Insert { id, customer, placed_h, warehouse, ship_h, status }
-        ),
-        2 => (0..14i64, proptest::option::of(0..4i64), proptest::option::of(0..3i64),
-              proptest::option::of(0..120u64), proptest::option::of(0..3usize)).prop_map(
-            |(id, customer, warehouse, ship_h, status)| Op::Update { id, customer, warehouse, ship_h, status }
-        ),
-        1 => (0..14i64).prop_map(|id| Op::Delete { id }),
+        2 => insert_op(),
+        2 => update_op(),
+        1 => delete_op(),
     ]
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0..14i64, 0..4i64, 0..96u64, 0..3i64, 0..48u64, 0..3usize).prop_map(
-            |(id, customer, placed_h, warehouse, ship_h, status)| Op::Insert { id, customer, placed_h, warehouse, ship_h, status }
-        ),
-        3 => (0..14i64, proptest::option::of(0..4i64), proptest::option::of(0..3i64),
-              proptest::option::of(0..120u64), proptest::option::of(0..3usize)).prop_map(
-            |(id, customer, warehouse, ship_h, status)| Op::Update { id, customer, warehouse, ship_h, status }
-        ),
-        2 => (0..14i64).prop_map(|id| Op::Delete { id }),
+        4 => insert_op(),
+        3 => update_op(),
+        2 => delete_op(),
         1 => (0..4usize).prop_map(|which| Op::AddLayout { which }),
         1 => (0..4usize).prop_map(|which| Op::DropLayout { which }),
         2 => Just(Op::BackfillStep),
