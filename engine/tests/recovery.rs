@@ -598,6 +598,21 @@ fn oversized_row_column_or_value_is_too_large_and_the_limits_themselves_are_acce
 
 // ------------------------------------------------------------- log trimming
 
+/// One write to family `idle`, then 4,000 puts of ~150 bytes to `busy` (1,000
+/// rows over and over), and the background work settled. Returns the most
+/// log segments seen live, sampled every 100 puts.
+fn one_idle_write_then_4000_busy_ones(store: &Store, dir: &Path) -> Result<usize, Box<dyn StdError>> {
+    store.put("idle", "once", "col", "only write")?;
+    let mut most_logs = 0;
+    for i in 0..4000 {
+        store.put("busy", format!("row{:05}", i % 1000), "col", format!("{i:0>100}"))?;
+        if i % 100 == 99 {
+            most_logs = most_logs.max(log_files(dir).len());
+        }
+    }
+    store.wait_for_background_work()?;
+    Ok(most_logs)
+}
 #[test]
 fn an_idle_family_does_not_pin_the_log() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -611,15 +626,7 @@ fn an_idle_family_does_not_pin_the_log() -> TestResult {
         FamilyOptions::default().memtable_max_entries(20).compaction_trigger(4),
     );
     let store = Store::open(dir.path(), options)?;
-    store.put("idle", "once", "col", "only write")?;
-    let mut most_logs = 0;
-    for i in 0..4000 {
-        store.put("busy", format!("row{:05}", i % 1000), "col", format!("{i:0>100}"))?;
-        if i % 100 == 99 {
-            most_logs = most_logs.max(log_files(dir.path()).len());
-        }
-    }
-    store.wait_for_background_work()?;
+    let most_logs = one_idle_write_then_4000_busy_ones(&store, dir.path())?;
     let logs = log_files(dir.path());
     // 4,000 writes of ~150 log bytes rotate the log ~200 times (every 20 entries).
     // Only segments of unflushed memtables may stay: at most 4 frozen + 1 active.
@@ -652,15 +659,7 @@ fn by_default_an_idle_family_pins_a_few_segments_however_small_the_memtables() -
             .family_with("busy", FamilyOptions::default().memtable_max_entries(20))
     };
     let store = Store::open(dir.path(), options())?;
-    store.put("idle", "once", "col", "only write")?;
-    let mut most_logs = 0;
-    for i in 0..4000 {
-        store.put("busy", format!("row{:05}", i % 1000), "col", format!("{i:0>100}"))?;
-        if i % 100 == 99 {
-            most_logs = most_logs.max(log_files(dir.path()).len());
-        }
-    }
-    store.wait_for_background_work()?;
+    let most_logs = one_idle_write_then_4000_busy_ones(&store, dir.path())?;
     // 200 rotations, each closing a segment of ~3 KB; the live log may hold
     // four memtables of ~6 KB, so about eight segments, plus the ones flushes
     // in progress still hold.
