@@ -48,7 +48,13 @@ impl Inner {
                 };
                 match step {
                     Ok(true) => continue,
-                    Ok(false) => break Ok(()),
+                    Ok(false) => {
+                        if let Job::Flush = job {
+                            self.hook("flush::idle");
+                            self.free_retired_if_writes_paused();
+                        }
+                        break Ok(());
+                    }
                     Err(e) => break Err(e),
                 }
             };

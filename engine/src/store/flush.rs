@@ -140,6 +140,10 @@ impl Inner {
         if let Some(needed) = self.oldest_log_needed() {
             self.delete_logs_before(needed);
         }
+        // The writer frees it (see `retire`): dropped here, its nodes would
+        // go back to the writer's malloc arena under the lock the writer needs.
+        drop(v);
+        self.retire(memtable);
         Ok(true)
     }
 

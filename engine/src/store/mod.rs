@@ -56,6 +56,7 @@ mod hooks;
 mod install;
 #[cfg(test)]
 mod races;
+mod retire;
 mod write;
 
 use install::Change;
@@ -134,6 +135,9 @@ pub(crate) struct Inner {
     shutting_down: AtomicBool,
     stopped: Mutex<Option<String>>,
     compaction_locks: Mutex<HashMap<u32, Arc<Mutex<()>>>>,
+    /// Flushed memtables waiting for the writer to free them, each with the
+    /// last visible sequence number when it was retired (see `retire`).
+    retired: Mutex<Vec<(Arc<Memtable>, u64)>>,
     #[cfg(test)]
     hooks: hooks::Hooks,
 }
@@ -569,6 +573,7 @@ impl Inner {
             shutting_down: AtomicBool::new(false),
             stopped: Mutex::new(None),
             compaction_locks: Mutex::new(HashMap::new()),
+            retired: Mutex::new(Vec::new()),
             #[cfg(test)]
             hooks: hooks::Hooks::default(),
         }

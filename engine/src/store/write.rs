@@ -157,6 +157,8 @@ impl Inner {
             // inserted under the write lock) and, now, on stable storage.
             self.visible_seq.fetch_max(last_seq, Ordering::Release);
         }
+        // Outside the write lock, so the next writer does not wait for it.
+        self.free_retired();
         Ok(())
     }
 
