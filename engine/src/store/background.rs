@@ -7,8 +7,12 @@
 //! memtable was frozen, a flush finished, a write is waiting for its interval
 //! sync), then works until there is nothing left to do. Nothing polls: the
 //! sync thread sleeps until the one moment a sync is due, and only while a
-//! write waits for one. A failure stops the store's writes.
+//! write waits for one; the flush thread wakes once after a pause in the
+//! writes, and only while flushed memtables wait to be freed (see `retire`). A failure stops the store's writes.
 
+use parking_lot::MutexGuard;
+
+use super::retire::RETIRED_GRACE;
 use super::*;
 
 impl Inner {
@@ -31,7 +35,16 @@ impl Inner {
                         *pending = false;
                         break;
                     }
-                    self.wake.wait(&mut bg);
+                    if matches!(job, Job::Flush) && self.has_retired() {
+                        // Flushed memtables wait for the writer to free them
+                        // (see `retire`); after a pause in the writes, this
+                        // thread frees them instead.
+                        if self.wake.wait_for(&mut bg, RETIRED_GRACE).timed_out() {
+                            MutexGuard::unlocked(&mut bg, || self.free_retired_if_writes_paused());
+                        }
+                    } else {
+                        self.wake.wait(&mut bg);
+                    }
                 }
                 match job {
                     Job::Flush => bg.flushing = true,
@@ -48,13 +61,7 @@ impl Inner {
                 };
                 match step {
                     Ok(true) => continue,
-                    Ok(false) => {
-                        if let Job::Flush = job {
-                            self.hook("flush::idle");
-                            self.free_retired_if_writes_paused();
-                        }
-                        break Ok(());
-                    }
+                    Ok(false) => break Ok(()),
                     Err(e) => break Err(e),
                 }
             };
