@@ -459,7 +459,8 @@ impl Store {
         self.inner.compact_major(id, family)
     }
 
-    /// Waits until no memtable waits for flush and no minor compaction has work.
+    /// Waits until no memtable waits for flush and no minor compaction has work,
+    /// and frees the memtables already flushed.
     pub fn wait_for_background_work(&self) -> Result<()> {
         self.inner.signal(Job::Compaction);
         let mut bg = self.inner.background.lock();
@@ -467,6 +468,10 @@ impl Store {
             self.inner.check_stopped()?;
             let frozen = self.inner.current().families.values().any(|f| !f.frozen.is_empty());
             if !frozen && !bg.flush_pending && !bg.flushing && !bg.compaction_pending && !bg.compacting {
+                drop(bg);
+                // Settled includes memory: the flushed memtables the writer
+                // would free on its next write go now (see `retire`).
+                self.inner.free_retired();
                 return Ok(());
             }
             self.inner.wake.wait(&mut bg);
