@@ -92,21 +92,30 @@ pub struct ParsedKey {
 
 /// Appends `bytes` with every `00` written as `00 FF`.
 pub fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
-    for &b in bytes {
-        out.push(b);
-        if b == 0 {
-            out.push(0xFF);
-        }
+    let mut rest = bytes;
+    // Copy runs up to and including each zero byte, each followed by its
+    // 0xFF: one copy for a row or column with no zero in it (most of them),
+    // not a push per byte.
+    while let Some(zero) = rest.iter().position(|&b| b == 0) {
+        out.extend_from_slice(rest.get(..=zero).unwrap_or_default());
+        out.push(0xFF);
+        rest = rest.get(zero + 1..).unwrap_or_default();
     }
+    out.extend_from_slice(rest);
 }
 
 /// The encoded row prefix `escaped(row) 00 01`: the start of every key of the
 /// row, and the filter key given to table files' bloom filters.
 pub fn row_prefix(row: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(row.len() + 2);
-    escape_into(row, &mut out);
-    out.extend_from_slice(&TERMINATOR);
+    row_prefix_into(row, &mut out);
     out
+}
+
+/// Appends the encoded row prefix `escaped(row) 00 01` to `out`.
+pub fn row_prefix_into(row: &[u8], out: &mut Vec<u8>) {
+    escape_into(row, out);
+    out.extend_from_slice(&TERMINATOR);
 }
 
 /// The prefix shared by every version of one cell: `escaped(row) 00 01 escaped(column) 00 01`.
@@ -144,8 +153,14 @@ pub fn encode(row: &[u8], column: &[u8], timestamp: u64, sequence: u64, kind: Ki
 
 /// Appends a complete internal key to `out`.
 pub fn encode_into(out: &mut Vec<u8>, row: &[u8], column: &[u8], timestamp: u64, sequence: u64, kind: Kind) {
-    escape_into(row, out);
-    out.extend_from_slice(&TERMINATOR);
+    row_prefix_into(row, out);
+    encode_after_row_into(out, column, timestamp, sequence, kind);
+}
+
+/// Appends the rest of an internal key to `out`, which holds the row prefix
+/// (`escaped(row) 00 01`, see [`row_prefix`]): a writer putting several cells
+/// of one row encodes the row once.
+pub fn encode_after_row_into(out: &mut Vec<u8>, column: &[u8], timestamp: u64, sequence: u64, kind: Kind) {
     if kind == Kind::DeleteRow {
         out.extend_from_slice(&ROW_MARKER);
     } else {
@@ -326,6 +341,17 @@ mod tests {
         for kind in [Kind::Put, Kind::DeleteCell, Kind::DeleteRow] {
             zero_sequence_into(&encode(b"r", b"c", 5, 123_456, kind), &mut out);
             assert_eq!(out, encode(b"r", b"c", 5, 0, kind));
+        }
+    }
+
+    #[test]
+    fn a_key_encoded_after_its_row_prefix_is_the_whole_key() {
+        for kind in [Kind::Put, Kind::DeleteCell, Kind::DeleteRow] {
+            let mut out = Vec::new();
+            row_prefix_into(b"r\0w", &mut out);
+            assert_eq!(out, row_prefix(b"r\0w"));
+            encode_after_row_into(&mut out, b"\0c", 5, 7, kind);
+            assert_eq!(out, encode(b"r\0w", b"\0c", 5, 7, kind));
         }
     }
 

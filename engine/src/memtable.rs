@@ -157,13 +157,14 @@ impl Arena {
             }),
         }
     }
+}
 
+impl ArenaState {
     /// Copies `key ++ value` into the arena; returns its slice and the bytes
     /// newly allocated for it (a new chunk's size, or 0).
-    fn store(&self, key: &[u8], value: &[u8]) -> (Bytes, usize) {
+    fn store(&mut self, key: &[u8], value: &[u8]) -> (Bytes, usize) {
         let len = key.len() + value.len();
-        let mut state = self.state.lock();
-        let next_chunk = state.allocated.clamp(FIRST_CHUNK, LARGEST_CHUNK);
+        let next_chunk = self.allocated.clamp(FIRST_CHUNK, LARGEST_CHUNK);
         if len > next_chunk / 4 {
             let mut own = BytesMut::with_capacity(len);
             own.extend_from_slice(key);
@@ -171,17 +172,21 @@ impl Arena {
             return (own.freeze(), len);
         }
         let mut allocated = 0;
-        if state.chunk.capacity() < len {
-            state.chunk = BytesMut::with_capacity(next_chunk);
-            state.allocated += next_chunk;
+        if self.chunk.capacity() < len {
+            self.chunk = BytesMut::with_capacity(next_chunk);
+            self.allocated += next_chunk;
             allocated = next_chunk;
         }
-        state.chunk.extend_from_slice(key);
-        state.chunk.extend_from_slice(value);
+        self.chunk.extend_from_slice(key);
+        self.chunk.extend_from_slice(value);
         // `split` hands out the filled front and keeps the free room: no copy.
-        (state.chunk.split().freeze(), allocated)
+        (self.chunk.split().freeze(), allocated)
     }
 }
+
+/// Entries a flush walks between two pins of the skip list's memory
+/// reclamation (see [`Memtable::for_each`]).
+const REPIN_EVERY: usize = 1024;
 
 /// A sorted in-memory table of entries `(internal key -> value)`.
 pub(crate) struct Memtable {
@@ -215,18 +220,21 @@ impl Memtable {
     /// unique because every write has its own sequence number. Only the
     /// store's single writer calls this.
     pub fn insert(&self, key: &[u8], value: &[u8], timestamp: u64, sequence: u64, tombstone: bool, log: u64) {
+        self.inserter(log).insert(key, value, timestamp, sequence, tombstone);
+    }
+
+    /// Starts inserting the entries of one write (from log segment `log`):
+    /// see [`Inserter`]. Only the store's single writer calls this.
+    pub fn inserter(&self, log: u64) -> Inserter<'_> {
         if self.first_log.load(Ordering::Relaxed) == 0 {
             self.first_log.store(log, Ordering::Relaxed);
         }
-        let (bytes, allocated) = self.arena.store(key, value);
-        self.bytes.fetch_add(allocated + NODE_OVERHEAD, Ordering::Relaxed);
-        self.max_ts.fetch_max(timestamp, Ordering::Relaxed);
-        self.max_seq.fetch_max(sequence, Ordering::Relaxed);
-        if tombstone {
-            self.tombstones.fetch_add(1, Ordering::Relaxed);
+        Inserter {
+            memtable: self,
+            arena: self.arena.state.lock(),
+            _pin: crossbeam_epoch::pin(),
+            added: Added::default(),
         }
-        self.map.insert(MemEntry::new(bytes, key.len()), ());
-        self.entries.fetch_add(1, Ordering::Release);
     }
 
     /// Approximate memory used, in bytes.
@@ -295,11 +303,81 @@ impl Memtable {
     }
 
     /// Every entry in key order, as `(key, value)` borrowed from the arena (used by flush).
+    ///
+    /// The walk pins the skip list's memory reclamation itself, so each
+    /// step's own pin is a counter increment, not a fenced write; it lets go
+    /// and pins again every [`REPIN_EVERY`] entries, so a flush of a big
+    /// memtable never holds reclamation back for long (see [`pin_for_read`]).
     pub fn for_each(&self, mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
-        for e in self.map.iter() {
+        let mut pin = crossbeam_epoch::pin();
+        for (i, e) in self.map.iter().enumerate() {
             visit(e.key().key(), e.key().value_bytes())?;
+            if i % REPIN_EVERY == REPIN_EVERY - 1 {
+                pin.repin();
+            }
         }
         Ok(())
+    }
+}
+
+/// What an [`Inserter`] added, counted locally and published once.
+#[derive(Default)]
+struct Added {
+    bytes: usize,
+    entries: usize,
+    tombstones: usize,
+    max_ts: u64,
+    max_seq: u64,
+}
+
+/// Inserts the entries of one write into a memtable: the cells of a row
+/// written together, say.
+///
+/// What is done once per entry is only what must be: a copy into the arena
+/// and a skip-list insert. The rest is done once for the whole write: the
+/// arena's lock is taken once, the skip list's memory reclamation is pinned
+/// once (each insert pins it again, and a pin inside a pin is a counter
+/// increment, not a fenced write), and the memtable's counters (bytes,
+/// entries, largest timestamp and sequence) are shared atomics updated
+/// once, when the inserter is dropped. Until then `bytes()` and
+/// `entries()` lag behind what is in the skip list; the writer reads them
+/// only after its inserts, and readers see the entries only once the
+/// store's visible sequence passes them, which happens later still.
+pub(crate) struct Inserter<'a> {
+    memtable: &'a Memtable,
+    arena: parking_lot::MutexGuard<'a, ArenaState>,
+    _pin: crossbeam_epoch::Guard,
+    added: Added,
+}
+
+impl Inserter<'_> {
+    /// Inserts one entry, copying its key and value into the arena. Keys
+    /// are unique because every write has its own sequence number.
+    pub fn insert(&mut self, key: &[u8], value: &[u8], timestamp: u64, sequence: u64, tombstone: bool) {
+        let (bytes, allocated) = self.arena.store(key, value);
+        let added = &mut self.added;
+        added.bytes += allocated + NODE_OVERHEAD;
+        added.entries += 1;
+        added.tombstones += usize::from(tombstone);
+        added.max_ts = added.max_ts.max(timestamp);
+        added.max_seq = added.max_seq.max(sequence);
+        self.memtable.map.insert(MemEntry::new(bytes, key.len()), ());
+    }
+}
+
+impl Drop for Inserter<'_> {
+    fn drop(&mut self) {
+        let (m, added) = (self.memtable, &self.added);
+        if added.entries == 0 {
+            return;
+        }
+        m.bytes.fetch_add(added.bytes, Ordering::Relaxed);
+        m.max_ts.fetch_max(added.max_ts, Ordering::Relaxed);
+        m.max_seq.fetch_max(added.max_seq, Ordering::Relaxed);
+        if added.tombstones > 0 {
+            m.tombstones.fetch_add(added.tombstones, Ordering::Relaxed);
+        }
+        m.entries.fetch_add(added.entries, Ordering::Release);
     }
 }
 

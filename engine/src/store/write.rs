@@ -22,19 +22,21 @@ use super::*;
 const LOG_WRITEBACK_BYTES: u64 = 1 << 20;
 
 impl Inner {
+    /// Whether every family of `version` has room for another memtable: a
+    /// write may go ahead without a stall.
+    fn room(&self, version: &Version) -> bool {
+        let max = self.options.max_immutable_memtables.max(1);
+        version.families.values().all(|f| f.frozen.len() < max)
+    }
+
     /// Waits while some family has too many memtables waiting for flush: the
     /// write stall that keeps memory bounded when writes outrun the disk.
-    pub(super) fn stall(&self) -> Result<()> {
-        let max = self.options.max_immutable_memtables.max(1);
-        let room = || self.current().families.values().all(|f| f.frozen.len() < max);
-        if room() {
-            return Ok(());
-        }
-        // Checked again holding the lock a finished flush signals under.
+    fn stall(&self) -> Result<()> {
+        // Checked holding the lock a finished flush signals under.
         let mut bg = self.background.lock();
         loop {
             self.check_stopped()?;
-            if room() {
+            if self.room(&self.current()) {
                 return Ok(());
             }
             self.wake.wait(&mut bg);
@@ -46,19 +48,37 @@ impl Inner {
             return Ok(());
         }
         batch::check_limits(ops)?;
-        self.stall()?;
-        let mut guard = self.writer.lock();
-        self.check_stopped()?;
+        // The version is read once, under the write lock, for both the stall
+        // check and the write; a write that must stall waits without the lock.
+        let (mut guard, version) = loop {
+            let guard = self.writer.lock();
+            self.check_stopped()?;
+            let version = self.current();
+            if self.room(&version) {
+                break (guard, version);
+            }
+            drop(guard);
+            self.stall()?;
+        };
         let w = &mut *guard;
-        let version = self.current();
         let now = now_ms().max(w.last_ts);
         w.resolved.clear();
+        // A batch usually names one family for all its operations: it is
+        // looked up once, not once per cell.
+        let mut last: Option<(&str, u32)> = None;
         for op in ops {
-            let id = version
-                .by_name
-                .get(op.family)
-                .copied()
-                .ok_or_else(|| Error::UnknownFamily(op.family.to_string()))?;
+            let id = match last {
+                Some((name, id)) if name == op.family => id,
+                _ => {
+                    let id = version
+                        .by_name
+                        .get(op.family)
+                        .copied()
+                        .ok_or_else(|| Error::UnknownFamily(op.family.to_string()))?;
+                    last = Some((op.family, id));
+                    id
+                }
+            };
             w.resolved.push((id, op.timestamp.unwrap_or(now)));
         }
         w.last_ts = now;
@@ -105,20 +125,45 @@ impl Inner {
         self.log_bytes.fetch_add(written, Ordering::Relaxed);
         let log_number = w.log.number();
         w.touched.clear();
-        for (i, (op, &(id, ts))) in ops.iter().zip(&w.resolved).enumerate() {
+        // The operations go in as runs of the same family (a whole batch,
+        // usually): each run takes its memtable's inserter once and adds to
+        // the family's counters once.
+        let mut start = 0;
+        while start < ops.len() {
+            let id = w.resolved.get(start).map_or(0, |&(id, _)| id);
+            let end = w
+                .resolved
+                .iter()
+                .skip(start)
+                .position(|&(other, _)| other != id)
+                .map_or(ops.len(), |n| start + n);
+            let run = start..end;
+            start = end;
             let Some(fam) = version.families.get(&id) else {
                 continue;
             };
-            let seq = first + i as u64;
-            w.key.clear();
-            key::encode_into(&mut w.key, op.row, op.column, ts, seq, op.kind);
-            fam.active
-                .insert(&w.key, op.value, ts, seq, op.kind.is_tombstone(), log_number);
-            fam.counters.user_entries.fetch_add(1, Ordering::Relaxed);
-            fam.counters.user_bytes.fetch_add(
-                (op.row.len() + op.column.len() + op.value.len()) as u64,
-                Ordering::Relaxed,
-            );
+            let mut inserter = fam.active.inserter(log_number);
+            let mut user_bytes = 0;
+            // The row's part of the key is encoded once for the cells of a
+            // row that follow one another.
+            let mut row: Option<(&[u8], usize)> = None;
+            for (i, (op, &(_, ts))) in ops.iter().zip(&w.resolved).enumerate().take(run.end).skip(run.start) {
+                let seq = first + i as u64;
+                match row {
+                    Some((same, len)) if same == op.row => w.key.truncate(len),
+                    _ => {
+                        w.key.clear();
+                        key::row_prefix_into(op.row, &mut w.key);
+                        row = Some((op.row, w.key.len()));
+                    }
+                }
+                key::encode_after_row_into(&mut w.key, op.column, ts, seq, op.kind);
+                inserter.insert(&w.key, op.value, ts, seq, op.kind.is_tombstone());
+                user_bytes += (op.row.len() + op.column.len() + op.value.len()) as u64;
+            }
+            drop(inserter);
+            fam.counters.user_entries.fetch_add(run.len() as u64, Ordering::Relaxed);
+            fam.counters.user_bytes.fetch_add(user_bytes, Ordering::Relaxed);
             if !w.touched.contains(&id) {
                 w.touched.push(id);
             }
