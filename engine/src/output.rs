@@ -131,7 +131,7 @@ impl<'a> TableOutput<'a> {
             let same_row = self
                 .current
                 .as_ref()
-                .is_some_and(|c| key::row_part(&c.meta.last_key) == Some(row));
+                .is_some_and(|c| key::row_part(c.builder.last_key()) == Some(row));
             if !same_row {
                 self.finish_current()?;
             }
@@ -159,7 +159,8 @@ impl<'a> TableOutput<'a> {
         let full = if let Some(c) = self.current.as_mut() {
             c.builder.add(entry_key, value, row, kind.is_tombstone())?;
             let m = &mut c.meta;
-            m.count(entry_key, ts, seq, kind.is_tombstone());
+            // The first and last key come from the builder at the end.
+            m.count_entry(ts, seq, kind.is_tombstone());
             self.split
                 && (c.builder.estimated_file_size() >= self.options.target_file_bytes
                     || self.options.target_file_entries.is_some_and(|n| m.entries >= n))
@@ -180,6 +181,8 @@ impl<'a> TableOutput<'a> {
             let properties = c.builder.finish()?;
             let mut meta = c.meta;
             meta.size = properties.file_size;
+            meta.first_key = properties.first_key;
+            meta.last_key = properties.last_key;
             self.finished.push(PendingTable::found(meta, self.dir));
         }
         Ok(())

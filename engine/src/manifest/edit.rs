@@ -161,14 +161,21 @@ impl TableMeta {
         if self.entries == 0 {
             self.first_key = entry_key.to_vec();
         }
+        self.count_entry(timestamp, sequence, tombstone);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(entry_key);
+    }
+
+    /// [`TableMeta::count`] without the keys: for a writer that takes the
+    /// first and last key from the table builder's properties when the file
+    /// is finished, rather than copying every key as it goes.
+    pub(crate) fn count_entry(&mut self, timestamp: u64, sequence: u64, tombstone: bool) {
         self.entries += 1;
         self.tombstones += u64::from(tombstone);
         self.min_seq = self.min_seq.min(sequence);
         self.max_seq = self.max_seq.max(sequence);
         self.min_ts = self.min_ts.min(timestamp);
         self.max_ts = self.max_ts.max(timestamp);
-        self.last_key.clear();
-        self.last_key.extend_from_slice(entry_key);
     }
 }
 

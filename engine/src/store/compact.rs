@@ -191,7 +191,8 @@ impl Inner {
                 } else {
                     merge.key()
                 };
-                out.add(entry_key, &merge.value())?;
+                // The value lent from its block: no reference count raised per entry.
+                merge.with_value(|value| out.add(entry_key, value))?;
             }
             merge.next()?;
             seen += 1;
