@@ -59,6 +59,7 @@ mod output;
 mod read;
 mod read_only;
 mod recovery;
+mod row_filter;
 mod source;
 mod stats;
 mod store;

@@ -23,6 +23,8 @@ use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::key::{self, Kind};
+use crate::options::FamilyOptions;
+use crate::row_filter::RowFilter;
 
 /// A memtable entry: its internal key and value side by side in the arena,
 /// with the key's first 16 bytes also kept inline in the skip-list node as one
@@ -199,12 +201,25 @@ pub(crate) struct Memtable {
     max_seq: AtomicU64,
     /// The log segment that held this memtable's first write (0 while empty).
     first_log: AtomicU64,
+    /// The rows inserted, so that a read of a row this memtable does not
+    /// hold need not search it ([`crate::row_filter`]).
+    rows: RowFilter,
 }
 
 impl Memtable {
-    /// An empty memtable.
+    /// An empty memtable for a family with the default limits.
     pub fn new() -> Memtable {
+        Memtable::for_family(&FamilyOptions::default())
+    }
+
+    /// An empty memtable for a family with these limits: its row filter is
+    /// sized for as many entries as the memtable can hold before it is full
+    /// (each entry costs at least [`NODE_OVERHEAD`] of its byte limit).
+    pub fn for_family(options: &FamilyOptions) -> Memtable {
+        let by_bytes = options.memtable_max_bytes / NODE_OVERHEAD + 1;
+        let entries = options.memtable_max_entries.map_or(by_bytes, |n| n.min(by_bytes));
         Memtable {
+            rows: RowFilter::for_entries(entries),
             map: SkipMap::new(),
             arena: Arena::new(),
             bytes: AtomicUsize::new(0),
@@ -237,7 +252,16 @@ impl Memtable {
         }
     }
 
-    /// Approximate memory used, in bytes.
+    /// What the row filter says of the row whose encoded prefix has this
+    /// filter hash: `Some(false)` only if no entry of the row was ever
+    /// inserted, `Some(true)` if one may have been. `None` for an empty
+    /// memtable, which has no filter yet (nothing to ask: a search of an
+    /// empty skip list reads one pointer).
+    pub fn may_hold_row(&self, row_hash: u64) -> Option<bool> {
+        (!self.rows.is_empty()).then(|| self.rows.may_contain(row_hash))
+    }
+
+    /// Approximate memory used, in bytes (its row filter included).
     pub fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
@@ -354,9 +378,13 @@ impl Inserter<'_> {
     /// Inserts one entry, copying its key and value into the arena. Keys
     /// are unique because every write has its own sequence number.
     pub fn insert(&mut self, key: &[u8], value: &[u8], timestamp: u64, sequence: u64, tombstone: bool) {
+        // The row's filter bits before the entry: a reader that can see the
+        // entry can see its bits (the module doc of `row_filter` says why).
+        let row = key::row_part(key).unwrap_or(key);
+        let filter_bytes = self.memtable.rows.insert(cellar_sstable::filter_hash(row));
         let (bytes, allocated) = self.arena.store(key, value);
         let added = &mut self.added;
-        added.bytes += allocated + NODE_OVERHEAD;
+        added.bytes += filter_bytes + allocated + NODE_OVERHEAD;
         added.entries += 1;
         added.tombstones += usize::from(tombstone);
         added.max_ts = added.max_ts.max(timestamp);
@@ -494,6 +522,33 @@ mod tests {
     }
 
     #[test]
+    fn the_row_filter_is_sized_from_the_limits_and_counted_by_the_first_insert() {
+        // 1 MiB holds at most 1 MiB / 117 + 1 = 8,963 entries: 89,630 bits, 351 blocks of 32 bytes.
+        let by_bytes = Memtable::for_family(&FamilyOptions::default().memtable_max_bytes(1 << 20));
+        // 100 entries: 1,000 bits, 4 blocks.
+        let by_entries = Memtable::for_family(&FamilyOptions::default().memtable_max_entries(100));
+        assert_eq!((by_bytes.rows.bytes(), by_entries.rows.bytes()), (351 * 32, 4 * 32));
+        assert_eq!(by_entries.bytes(), 0, "nothing allocated while empty");
+        put(&by_entries, b"r", b"c", 1, 1, b"v");
+        let arena = FIRST_CHUNK;
+        assert_eq!(by_entries.bytes(), 4 * 32 + arena + NODE_OVERHEAD);
+    }
+
+    #[test]
+    fn the_row_filter_answers_for_every_row_inserted_and_not_for_others() {
+        let m = Memtable::new();
+        let hash = |row: &[u8]| cellar_sstable::filter_hash(&key::row_prefix(row));
+        assert_eq!(m.may_hold_row(hash(b"r1")), None, "an empty memtable has no filter");
+        put(&m, b"r1", b"c", 1, 1, b"v");
+        m.insert(&key::encode(b"r\0zero", b"", 2, 2, Kind::DeleteRow), b"", 2, 2, true, 7);
+        put(&m, b"r\0zero", b"c", 1, 3, b"v");
+        assert_eq!(
+            [&b"r1"[..], b"r\0zero", b"r2", b"r"].map(|row| m.may_hold_row(hash(row))),
+            [Some(true), Some(true), Some(false), Some(false)]
+        );
+    }
+
+    #[test]
     fn a_cursor_lends_its_value_from_the_arena_and_copies_it_only_when_asked() {
         let m = Arc::new(Memtable::new());
         put(&m, b"r", b"c", 1, 1, b"value");
@@ -522,7 +577,9 @@ mod tests {
             let before = m.bytes();
             n += 1;
             put(&m, format!("row{n:04}").as_bytes(), b"c", 1, n, &value);
-            let grew = m.bytes() - before - NODE_OVERHEAD;
+            // The first insert allocates the row filter too.
+            let filter = if n == 1 { m.rows.bytes() } else { 0 };
+            let grew = m.bytes() - before - NODE_OVERHEAD - filter;
             if grew > 0 {
                 chunks.push(grew);
             }

@@ -91,29 +91,49 @@ impl Source<'_> {
         }
     }
 
-    /// Settles a table for a read of one row: by its key range, then by its
-    /// bloom filter. Memtables are always searched.
+    /// Settles a source for a read of one row: a table by its key range,
+    /// then by its bloom filter; a memtable by its row filter.
     pub fn settle_row(&self, row: &RowKey, cost: &mut ReadCost) -> Settled {
         self.settle_by(|first, last| may_hold_prefix(first, last, row.prefix), Some(row), cost)
     }
 
-    /// Settles a table from metadata when it can: by its key range (does it hold
-    /// any key in `[start, end)`?), then by its bloom filter for `row`, when the
-    /// read is about one row. Memtables are always searched.
+    /// Settles a source without searching it when it can. A table: by its
+    /// key range (does it hold any key in `[start, end)`?), then by its bloom
+    /// filter for `row`, when the read is about one row. A memtable: by its
+    /// row filter, when the read is about one row (a memtable's keys are
+    /// spread over the whole key space, so its key range rarely rules
+    /// anything out, and finding its last key is a search of its own).
     pub fn settle(&self, start: &[u8], end: Option<&[u8]>, row: Option<&RowKey>, cost: &mut ReadCost) -> Settled {
         self.settle_by(|first, last| last >= start && end.is_none_or(|e| first < e), row, cost)
     }
 
     /// Key range first (`overlaps` is given the file's first and last key), then
     /// the bloom filter for `row`, if any.
+    ///
+    /// A memtable's row filter is probed and counted as a table's bloom filter
+    /// is (a check, and a negative when it rules the row out), so a trace
+    /// reads the same for both: a memtable settled by its filter was visited
+    /// (its filter asked) and not searched. An empty memtable has no filter
+    /// to ask, and is searched.
     fn settle_by(
         &self,
         overlaps: impl FnOnce(&[u8], &[u8]) -> bool,
         row: Option<&RowKey>,
         cost: &mut ReadCost,
     ) -> Settled {
-        let Source::Table(t) = self else {
-            return Settled::Searched;
+        let t = match self {
+            Source::Table(t) => t,
+            Source::Memtable { memtable, .. } => {
+                let Some(answer) = row.and_then(|row| memtable.may_hold_row(row.hash())) else {
+                    return Settled::Searched;
+                };
+                cost.filter_checks += 1;
+                if answer {
+                    return Settled::Searched;
+                }
+                cost.filter_negatives += 1;
+                return Settled::Filter;
+            }
         };
         if !overlaps(&t.meta.first_key, &t.meta.last_key) {
             Settled::KeyRange

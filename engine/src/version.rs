@@ -122,9 +122,9 @@ impl FamilyVersion {
         FamilyVersion {
             id,
             name,
+            active: Arc::new(Memtable::for_family(&options)),
             options: Arc::new(options),
             dir,
-            active: Arc::new(Memtable::new()),
             frozen: Vec::new(),
             tables,
             counters: Arc::new(FamilyCounters::default()),

@@ -95,7 +95,7 @@ impl Store {
                 name: family.to_string(),
                 options: old.options.clone(),
                 dir: old.dir.clone(),
-                active: Arc::new(Memtable::new()),
+                active: Arc::new(Memtable::for_family(&old.options)),
                 frozen: Vec::new(),
                 tables: Vec::new(),
                 counters: old.counters.clone(),

@@ -270,9 +270,9 @@ impl Store {
             let family = FamilyVersion {
                 id,
                 name: name.to_string(),
+                active: Arc::new(Memtable::for_family(&options)),
                 options: Arc::new(options),
                 dir: family_dir,
-                active: Arc::new(Memtable::new()),
                 frozen: Vec::new(),
                 tables: Vec::new(),
                 counters: Arc::new(FamilyCounters::default()),

@@ -288,7 +288,7 @@ impl Inner {
                 }
                 let mut f = (**fam).clone();
                 f.frozen.insert(0, f.active.clone());
-                f.active = Arc::new(Memtable::new());
+                f.active = Arc::new(Memtable::for_family(&f.options));
                 next.families.insert(id, Arc::new(f));
             }
             Ok((Change::new(Vec::new(), next), ()))
