@@ -87,7 +87,12 @@ fn never_written_key_reads_no_data_block() -> TestResult {
     assert_eq!((never.cost.data_blocks, never.cost.pages_touched), (0, 0));
     // It sorts after every file's last key (`loan:99999`): key ranges settle all six.
     assert_eq!(never.cost.settled_by_key_range, 6);
-    assert_eq!(never.cost.how_settled(), "memtable searched, 6 key range");
+    // The memtable holds deletions of other loans: its row filter rules this one out.
+    assert_eq!(never.cost.memtables_filtered, 1);
+    assert_eq!(
+        never.cost.how_settled(),
+        "memtable ruled out by its row filter, 6 key range"
+    );
     Ok(())
 }
 
@@ -101,10 +106,14 @@ fn untouched_key_is_searched_in_one_file_only() -> TestResult {
         (untouched.cost.settled_by_key_range, untouched.cost.settled_by_filter),
         (2, 3)
     );
-    assert_eq!(untouched.cost.filter_negatives, 3);
+    // Three files' bloom filters and the memtable's row filter.
+    assert_eq!(
+        (untouched.cost.filter_negatives, untouched.cost.memtables_filtered),
+        (4, 1)
+    );
     assert_eq!(
         untouched.cost.how_settled(),
-        "memtable searched, 2 key range, 3 filter, 1 searched (1 block)"
+        "memtable ruled out by its row filter, 2 key range, 3 filter, 1 searched (1 block)"
     );
     Ok(())
 }
@@ -171,7 +180,7 @@ fn append_only_table_shows_no_difference_from_the_lesson() -> TestResult {
         text.contains("cellar measures every figure of this lesson exactly"),
         "{text}"
     );
-    assert!(text.contains("settled: memtable searched, 2 key range, 3 filter, 1 searched (1 block)"));
+    assert!(text.contains("settled: memtable ruled out by its row filter, 2 key range, 3 filter, 1 searched (1 block)"));
     Ok(())
 }
 

@@ -40,6 +40,10 @@
 //! happened before the reader's probe, bits included: a probe never answers
 //! "absent" for a row whose write is visible to it. A write the reader cannot
 //! see yet may or may not have its bits set; either answer is right for it.
+//! (Bits before the entry, not after: then even a reader that meets the entry
+//! in the skip list itself, with no sequence to go by, finds its bits set,
+//! since the skip list publishes a node with a release store that comes after
+//! them.)
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;

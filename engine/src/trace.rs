@@ -3,14 +3,20 @@
 //! An LSM read consults its sources newest to oldest: the active memtable, the
 //! frozen memtables waiting for flush, then the table files. Most table files
 //! are settled from metadata alone: their key range does not cover the row, or
-//! their bloom filter says the row is absent. Only the rest are searched, and
-//! only those read data blocks (the pages a cold read would bring from disk).
+//! their bloom filter says the row is absent; a read of one row asks each
+//! memtable's row filter the same way ([`crate::row_filter`]). Only the rest
+//! are searched, and only table files read data blocks (the pages a cold read
+//! would bring from disk).
 //! A [`Trace`] records all of it, per source, so a learner can see exactly why
 //! a read was cheap or expensive.
 //!
 //! Definitions (the lesson tables are printed from them):
 //! * **sources visited**: memtables and table files consulted until the answer
-//!   was known, whatever settled them (as the lesson counts "files visited").
+//!   was known, whatever settled them (as the lesson counts "files visited"):
+//!   a memtable or a file ruled out by its filter was visited, not searched.
+//! * **filter checks / negatives**: bloom filter probes, a table file's or a
+//!   memtable's row filter, and those that answered "absent". A memtable with
+//!   no entry has no filter yet: it is searched, and no check is counted.
 //! * **data blocks / bytes / pages**: data blocks read through the table reader's
 //!   one accounting point; pages are the distinct 4096-byte pages of the file
 //!   those blocks cover. Index and filter blocks are read once when a table is
@@ -50,7 +56,8 @@ pub enum SourceKind {
 pub enum Settled {
     /// The key range of the file does not cover what was asked: no I/O.
     KeyRange,
-    /// The bloom filter said the row is absent: no data block read.
+    /// The bloom filter (a table file's, or a memtable's row filter) said the
+    /// row is absent: nothing searched, no data block read.
     Filter,
     /// The source was searched (a memtable lookup, or an index lookup and data blocks).
     Searched,

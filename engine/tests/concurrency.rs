@@ -182,3 +182,79 @@ fn a_snapshot_held_across_a_major_compaction_reads_its_old_values_and_keeps_its_
     assert!(new_files.iter().all(|p| p.exists()));
     Ok(())
 }
+
+/// Rows a writer has written, read by readers while it writes: the
+/// memtables' row filters (filled as the writer inserts, read with no lock)
+/// never hide a row a reader's snapshot can see.
+#[test]
+fn row_reads_find_every_row_written_before_their_snapshot_while_memtables_fill_and_rotate() -> TestResult {
+    const COLUMNS: [&str; 3] = ["a", "b", "c"];
+    let dir = tempfile::tempdir()?;
+    // Small memtables: rows land in the active memtable, in frozen ones
+    // waiting for their flush, and in table files, all while readers read.
+    let options = FamilyOptions::default().memtable_max_entries(60).compaction_trigger(4);
+    let store = Arc::new(Store::open(
+        dir.path(),
+        StoreOptions::default().family_with("f", options),
+    )?);
+    // Rows acknowledged so far: row `i` for every `i` below it.
+    let acknowledged = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..3u64)
+        .map(|id| {
+            let (store, acknowledged, stop) = (store.clone(), acknowledged.clone(), stop.clone());
+            std::thread::spawn(move || -> Result<u64, Box<dyn StdError + Send + Sync>> {
+                let mut reads = 0u64;
+                let mut x = id;
+                while !stop.load(Ordering::Relaxed) || reads == 0 {
+                    // The count first, then the snapshot: every row below
+                    // the count was written before the snapshot was taken.
+                    let written = acknowledged.load(Ordering::Acquire);
+                    let snapshot = store.snapshot();
+                    if written == 0 {
+                        continue;
+                    }
+                    // The newest row (most likely still in the active
+                    // memtable) and an older one.
+                    x = x
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    for i in [written - 1, (x >> 33) % written] {
+                        let cells = snapshot.get_row("f", row(i))?;
+                        let columns: Vec<&[u8]> = cells.iter().map(|c| &c.column[..]).collect();
+                        assert_eq!(columns, [b"a", b"b", b"c"], "row {i} of {written}");
+                        let mut visited = 0;
+                        snapshot.visit_row("f", row(i), |_| visited += 1)?;
+                        assert_eq!(visited, 3, "row {i} of {written}, visited");
+                        let cell = snapshot.get("f", row(i), "b")?.map(|c| c.value);
+                        assert_eq!(cell, Some(i.to_string().into()), "row {i} of {written}, get");
+                        reads += 1;
+                    }
+                }
+                Ok(reads)
+            })
+        })
+        .collect();
+
+    let deadline = Instant::now() + stress_duration();
+    let mut written = 0u64;
+    while Instant::now() < deadline || written < 2000 {
+        let mut batch = WriteBatch::new();
+        for column in COLUMNS {
+            batch.put("f", row(written), column, written.to_string());
+        }
+        store.write(&batch)?;
+        written += 1;
+        acknowledged.store(written, Ordering::Release);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut reads = Vec::new();
+    for r in readers {
+        reads.push(r.join().map_err(|_| "a reader panicked")??);
+    }
+    assert!(reads.iter().all(|&n| n > 0), "every reader read: {reads:?}");
+    let stats = store.stats()?;
+    let f = stats.family("f").expect("family f");
+    assert!(f.flushes > 10, "memtables rotated and flushed: {}", f.flushes);
+    Ok(())
+}

@@ -95,6 +95,100 @@ fn point_read_of_a_flushed_cell_reads_one_data_block_and_examines_one_entry() ->
 }
 
 #[test]
+fn a_memtable_whose_row_filter_rules_the_row_out_is_visited_like_a_filtered_file_and_not_searched() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default())?;
+    // row1's three columns in one table file; rows around it in another
+    // (whose key range covers row1: its bloom filter decides); then rows of
+    // which row1 is not one in the memtable, row2's `b` among them.
+    for column in ["a", "b", "c"] {
+        store.put_at("f", "row1", column, 1, format!("row1 {column}"))?;
+    }
+    store.flush()?;
+    for row in ["row0", "row2", "row9"] {
+        store.put_at("f", row, "a", 2, "older")?;
+    }
+    store.flush()?;
+    for i in 3..13 {
+        store.put_at("f", format!("row{i}"), "a", 2, "other")?;
+    }
+    store.put_at("f", "row2", "b", 3, "newer")?;
+
+    let (cells, trace) = store.get_row_traced("f", "row1")?;
+    assert_eq!(cells.len(), 3);
+    let kinds: Vec<(SourceKind, Settled)> = trace.sources.iter().map(|s| (s.source, s.settled)).collect();
+    assert!(matches!(
+        kinds[..],
+        [
+            (SourceKind::ActiveMemtable, Settled::Filter),
+            (SourceKind::Table { .. }, Settled::Filter),
+            (SourceKind::Table { .. }, Settled::Searched)
+        ]
+    ));
+    // The memtable visited (its filter asked) and not searched, as the
+    // newer file is not: no entry examined in either.
+    assert_eq!((trace.sources_visited(), trace.files_visited()), (3, 2));
+    assert_eq!((trace.filter_checks(), trace.filter_negatives()), (3, 2));
+    let examined: Vec<u64> = trace.sources.iter().map(|s| s.entries_examined).collect();
+    assert_eq!(examined, [0, 0, 3]);
+    assert_eq!((trace.data_blocks(), trace.entries_returned), (1, 3));
+    let memtable = &trace.sources[0];
+    assert_eq!(
+        (
+            memtable.filter_checks,
+            memtable.filter_negatives,
+            memtable.data_blocks,
+            memtable.index_lookups
+        ),
+        (1, 1, 0, 0)
+    );
+
+    // A point read of a cell settles them the same way.
+    let (cell, trace) = store.get_traced("f", "row1", "b")?;
+    assert_eq!(cell.map(|c| c.value), Some("row1 b".into()));
+    assert_eq!(trace.settled_by(Settled::Filter), 2);
+    assert_eq!(
+        (
+            trace.filter_checks(),
+            trace.filter_negatives(),
+            trace.entries_examined()
+        ),
+        (3, 2, 1)
+    );
+
+    // A row the memtable holds is searched there (its filter said "maybe").
+    let (cells, trace) = store.get_row_traced("f", "row2")?;
+    let values: Vec<&[u8]> = cells.iter().map(|c| &c.value[..]).collect();
+    assert_eq!(values, [&b"older"[..], b"newer"]);
+    let settled: Vec<Settled> = trace.sources.iter().map(|s| s.settled).collect();
+    assert_eq!(settled, [Settled::Searched, Settled::Searched, Settled::KeyRange]);
+    let examined: Vec<u64> = trace.sources.iter().map(|s| s.entries_examined).collect();
+    assert_eq!(examined, [1, 1, 0]);
+    assert_eq!((trace.filter_checks(), trace.filter_negatives()), (2, 0));
+    Ok(())
+}
+
+#[test]
+fn an_empty_memtable_has_no_row_filter_to_ask_and_is_searched() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default())?;
+    store.put_at("f", "row1", "a", 1, "v")?;
+    store.flush()?;
+    let (_, trace) = store.get_row_traced("f", "row1")?;
+    let memtable = &trace.sources[0];
+    assert_eq!(
+        (
+            memtable.source,
+            memtable.settled,
+            memtable.filter_checks,
+            memtable.entries_examined
+        ),
+        (SourceKind::ActiveMemtable, Settled::Searched, 0, 0)
+    );
+    Ok(())
+}
+
+#[test]
 fn slice_examines_exactly_the_cells_in_its_range_when_there_are_no_tombstones() -> TestResult {
     let dir = tempfile::tempdir()?;
     let store = store_with(dir.path(), FamilyOptions::default())?;

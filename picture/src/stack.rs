@@ -420,6 +420,8 @@ fn outcome(source: &StackSource, trace: Option<&SourceTrace>) -> String {
     };
     match t.settled {
         Settled::KeyRange => "key range: the row is outside".to_string(),
+        // A memtable's bloom filter is its row filter, kept as it is written.
+        Settled::Filter if source.data_blocks.is_none() => "row filter: absent".to_string(),
         Settled::Filter => "bloom filter: absent".to_string(),
         Settled::Searched if source.data_blocks.is_none() => {
             format!(

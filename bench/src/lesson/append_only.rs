@@ -452,21 +452,24 @@ impl AppendOnlyReport {
             ));
         }
         if let Some(untouched) = self.reads.get(1) {
+            let c = &untouched.cost;
+            let searched_files = plural(c.files_visited - c.settled_by_key_range - c.settled_by_filter, "file");
+            let (memtable_filter, searched) = match c.memtables_filtered {
+                0 => (String::new(), format!("the memtable and {searched_files} are searched")),
+                _ => (
+                    " and the memtable by its row filter".to_string(),
+                    format!("{searched_files} searched"),
+                ),
+            };
             diffs.note(format!(
                 "`{}` visits {} sources as in the lesson, but reads {}: {} files are ruled out by \
-                 their key range, {} by their bloom filter ({} filter negatives); the memtable and {} are searched.",
+                 their key range, {} by their bloom filter{memtable_filter} ({} filter negatives); {searched}.",
                 untouched.key,
-                untouched.cost.sources_visited,
-                plural(untouched.cost.data_blocks, "data block"),
-                untouched.cost.settled_by_key_range,
-                untouched.cost.settled_by_filter,
-                untouched.cost.filter_negatives,
-                plural(
-                    untouched.cost.files_visited
-                        - untouched.cost.settled_by_key_range
-                        - untouched.cost.settled_by_filter,
-                    "file"
-                )
+                c.sources_visited,
+                plural(c.data_blocks, "data block"),
+                c.settled_by_key_range,
+                c.settled_by_filter,
+                c.filter_negatives,
             ));
         }
     }

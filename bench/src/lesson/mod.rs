@@ -69,6 +69,8 @@ pub struct ReadFigures {
     pub settled_by_key_range: u64,
     /// Table files ruled out by their bloom filter (no data block read).
     pub settled_by_filter: u64,
+    /// Memtables ruled out by their row filter (not searched).
+    pub memtables_filtered: u64,
     /// Sources searched (memtables included).
     pub searched: u64,
     /// Entries the sources produced inside the requested range, shadowed
@@ -84,7 +86,7 @@ pub struct ReadFigures {
     pub decompressed_bytes: u64,
     /// Distinct 4096-byte pages touched, summed over files.
     pub pages_touched: u64,
-    /// Bloom filter probes.
+    /// Bloom filter probes (memtables' row filters included).
     pub filter_checks: u64,
     /// Bloom filter probes that answered "absent".
     pub filter_negatives: u64,
@@ -97,8 +99,9 @@ impl From<&Trace> for ReadFigures {
         ReadFigures {
             sources_visited: t.sources_visited(),
             files_visited: t.files_visited(),
-            settled_by_key_range: t.settled_by(Settled::KeyRange),
-            settled_by_filter: t.settled_by(Settled::Filter),
+            settled_by_key_range: tables_settled_by(t, Settled::KeyRange),
+            settled_by_filter: tables_settled_by(t, Settled::Filter),
+            memtables_filtered: t.settled_by(Settled::Filter) - tables_settled_by(t, Settled::Filter),
             searched: t.settled_by(Settled::Searched),
             entries_examined: t.entries_examined(),
             entries_returned: t.entries_returned,
@@ -113,6 +116,14 @@ impl From<&Trace> for ReadFigures {
     }
 }
 
+/// Table files of a trace settled in the given way.
+fn tables_settled_by(t: &Trace, how: Settled) -> u64 {
+    t.sources
+        .iter()
+        .filter(|s| matches!(s.source, SourceKind::Table { .. }) && s.settled == how)
+        .count() as u64
+}
+
 impl ReadFigures {
     /// Adds the cost of another read (several requests answering one question).
     pub fn add(&mut self, other: &ReadFigures) {
@@ -120,6 +131,7 @@ impl ReadFigures {
         self.files_visited += other.files_visited;
         self.settled_by_key_range += other.settled_by_key_range;
         self.settled_by_filter += other.settled_by_filter;
+        self.memtables_filtered += other.memtables_filtered;
         self.searched += other.searched;
         self.entries_examined += other.entries_examined;
         self.entries_returned += other.entries_returned;
@@ -133,7 +145,9 @@ impl ReadFigures {
     }
 
     /// How the sources were settled, newest first, e.g.
-    /// `memtable searched, 4 key range, 1 filter, 1 searched (1 block)`.
+    /// `memtable searched, 4 key range, 1 filter, 1 searched (1 block)`, or
+    /// `memtable ruled out by its row filter, ...` when the memtable's row
+    /// filter said the row is not there.
     pub fn how_settled(&self) -> String {
         let memtables: Vec<&SourceTrace> = self
             .sources
@@ -146,10 +160,16 @@ impl ReadFigures {
             .filter(|s| matches!(s.source, SourceKind::Table { .. }))
             .collect();
         let mut parts = Vec::new();
-        match memtables.len() {
+        let filtered = memtables.iter().filter(|s| s.settled == Settled::Filter).count();
+        match memtables.len() - filtered {
             0 => {}
             1 => parts.push("memtable searched".to_string()),
             n => parts.push(format!("{n} memtables searched")),
+        }
+        match filtered {
+            0 => {}
+            1 => parts.push("memtable ruled out by its row filter".to_string()),
+            n => parts.push(format!("{n} memtables ruled out by their row filters")),
         }
         let count = |how: Settled| tables.iter().filter(|s| s.settled == how).count();
         if count(Settled::KeyRange) > 0 {
