@@ -1206,7 +1206,10 @@ fn read_only_commands_work_beside_a_running_shell_and_write_nothing() -> Result 
     assert!(read(&["scan", "books"])?.ends_with("2 row(s)\n"));
     assert!(read(&["explain", "get", "books", "book:1", "title"])?.contains("1 returned"));
     let stats = read(&["stats"])?;
-    let memtable_entries = stats.lines().find_map(|l| l.strip_prefix("memtable entries")).map(str::trim);
+    let memtable_entries = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("memtable entries"))
+        .map(str::trim);
     assert_eq!(memtable_entries, Some("1"), "{stats}");
     assert!(read(&["files"])?.ends_with("1 file(s)\n"));
     assert!(read(&["check"])?.ends_with("1 table file(s) checked, no damage\n"));
