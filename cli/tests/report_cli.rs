@@ -61,12 +61,13 @@ fn explain_report_colours_each_source_as_the_read_settled_it() -> Result {
         .filter(|n| n.attribute("class") == Some("source"))
         .filter_map(|n| Some((n.attribute("data-source")?, n.attribute("data-settled")?)))
         .collect();
-    // carol: the memtable is searched; the newest file (bob) and the one of
-    // dave and erin do not span carol; the oldest (alice, carol) is searched.
+    // carol: the memtable (zed only) is ruled out by its row filter; the
+    // newest file (bob) and the one of dave and erin do not span carol; the
+    // oldest (alice, carol) is searched.
     assert_eq!(
         settled,
         [
-            ("memtable", "searched"),
+            ("memtable", "bloom filter"),
             ("000012.sst", "key range"),
             ("000009.sst", "key range"),
             ("000006.sst", "searched"),

@@ -75,14 +75,14 @@ fn one_bar_per_source_newest_first_coloured_as_the_trace_settled_it() -> TestRes
         assert_eq!(group.attribute("data-settled"), Some(state_name(Some(source))));
         assert_eq!(bar.attribute("fill"), Some(colour::settled(source.settled)));
     }
-    // Row b: the memtable is searched (in memory), the newest file (rows a,
-    // c, f) spans b but its bloom filter rules it out, the file of rows d-f
-    // is settled by its key range, and the oldest (a-c) is searched: only it
-    // carries a mark of the data blocks read.
+    // Row b: the memtable (rows e and g) is ruled out by its row filter, the
+    // newest file (rows a, c, f) spans b but its bloom filter rules it out,
+    // the file of rows d-f is settled by its key range, and the oldest (a-c)
+    // is searched: only it carries a mark of the data blocks read.
     let settled: Vec<Settled> = trace.sources.iter().map(|s| s.settled).collect();
     assert_eq!(
         settled,
-        [Settled::Searched, Settled::Filter, Settled::KeyRange, Settled::Searched]
+        [Settled::Filter, Settled::Filter, Settled::KeyRange, Settled::Searched]
     );
     let marks: Vec<&str> = groups
         .iter()
