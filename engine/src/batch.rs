@@ -70,6 +70,23 @@ impl WriteBatch {
         self.ops.is_empty()
     }
 
+    /// Empties the batch and keeps its buffers, as RocksDB's
+    /// `WriteBatch::Clear` does: a writer that reuses one batch for write
+    /// after write allocates nothing for it once its buffers have grown.
+    ///
+    /// ```
+    /// let mut batch = cellar_engine::WriteBatch::new();
+    /// batch.put("loans", "book:1", "loan|2024-03-01|0", "member:7");
+    /// batch.clear();
+    /// assert!(batch.is_empty());
+    /// assert_eq!(batch, cellar_engine::WriteBatch::new());
+    /// ```
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.ops.clear();
+        self.families.clear();
+    }
+
     fn push(&mut self, family: &str, kind: Kind, row: &[u8], column: &[u8], timestamp: Option<u64>, value: &[u8]) {
         let family = match self.families.iter().position(|f| f == family) {
             Some(i) => i,

@@ -251,7 +251,8 @@ impl Table {
     }
 
     /// An iterator that reads its data blocks with plain `pread` calls into
-    /// buffers of its own instead of through the map. For a reader that walks
+    /// buffers of its own (a window of [`READ_AHEAD`] bytes at a time)
+    /// instead of through the map. For a reader that walks
     /// a whole file once, such as a compaction: the blocks it reads stay in the
     /// operating system's page cache but never become resident pages of this
     /// process, so merging large files does not grow the process's memory.
@@ -259,7 +260,11 @@ impl Table {
     pub fn iter_unmapped(self: &Arc<Self>) -> Result<TableIter> {
         let file = File::open(&*self.path).map_err(io_error(&self.path))?;
         let mut iter = self.iter();
-        iter.file = Some(file);
+        iter.file = Some(Unmapped {
+            file,
+            window: Bytes::new(),
+            start: 0,
+        });
         Ok(iter)
     }
 
@@ -354,13 +359,14 @@ impl Table {
     /// read from the file is decompressed and left in the cache. A reader
     /// with a `file` of its own (a compaction, walking the table once) never
     /// uses the cache, so as not to push out what the reads need.
-    fn read_block(&self, position: usize, cost: &mut ReadCost, file: Option<&File>) -> Result<Option<Block>> {
+    fn read_block(&self, position: usize, cost: &mut ReadCost, file: Option<&mut Unmapped>) -> Result<Option<Block>> {
         let Some(entry) = self.index.get(position) else {
             return Ok(None);
         };
         let handle = entry.handle;
         let checked = self.checked.get(position);
-        if let (None, Some(done)) = (file, checked) {
+        let mapped = file.is_none();
+        if let (true, Some(done)) = (mapped, checked) {
             if done.load(Ordering::Acquire) {
                 cost.record_data_block(handle.offset, handle.size_with_trailer());
                 // Bounds were checked when the index was loaded.
@@ -369,7 +375,7 @@ impl Table {
                 return self.data_block(contents, handle).map(Some);
             }
         }
-        let cache = self.cache.as_ref().filter(|_| file.is_none());
+        let cache = self.cache.as_ref().filter(|_| mapped);
         if let Some((cache, table)) = cache {
             if let Some(block) = cache.get(*table, handle.offset) {
                 cost.record_cache_hit();
@@ -381,7 +387,7 @@ impl Table {
         let block = self.data_block(contents, handle)?;
         match (codec, cache) {
             (Codec::None, _) => {
-                if let (None, Some(done)) = (file, checked) {
+                if let (true, Some(done)) = (mapped, checked) {
                     done.store(true, Ordering::Release);
                 }
             }
@@ -395,7 +401,12 @@ impl Table {
     /// and decompresses it if it is stored compressed; records the bytes as
     /// stored and the bytes decompressed in `cost`. Returns the block's
     /// contents and how it was stored.
-    fn read_data(&self, handle: BlockHandle, file: Option<&File>, cost: &mut ReadCost) -> Result<(Bytes, Codec)> {
+    fn read_data(
+        &self,
+        handle: BlockHandle,
+        file: Option<&mut Unmapped>,
+        cost: &mut ReadCost,
+    ) -> Result<(Bytes, Codec)> {
         cost.record_data_block(handle.offset, handle.size_with_trailer());
         let (stored, codec) = self.read_verified_from(handle, BlockKind::Data, file)?;
         if codec == Codec::None {
@@ -440,7 +451,12 @@ impl Table {
     /// reading through `file` (with `pread`) instead of the map when one is
     /// given, after the checks of [`Table::read_verified`]. Only a data block
     /// of a table of format version 3 may be compressed.
-    fn read_verified_from(&self, handle: BlockHandle, kind: BlockKind, file: Option<&File>) -> Result<(Bytes, Codec)> {
+    fn read_verified_from(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        file: Option<&mut Unmapped>,
+    ) -> Result<(Bytes, Codec)> {
         let blocks_end = self.file_size() - FOOTER_LEN as u64;
         let Some(end) = handle.end().filter(|&end| end <= blocks_end) else {
             let what = format!(
@@ -453,12 +469,9 @@ impl Table {
         let (start, end) = (handle.offset as usize, end as usize);
         let raw = match file {
             None => self.bytes.slice(start..end),
-            Some(file) => {
-                let mut buf = vec![0u8; end - start];
-                file.read_exact_at(&mut buf, handle.offset)
-                    .map_err(io_error(&self.path))?;
-                Bytes::from(buf)
-            }
+            Some(file) => file
+                .read(handle.offset, end as u64, blocks_end)
+                .map_err(io_error(&self.path))?,
         };
         let contents_len = raw.len() - BLOCK_TRAILER_LEN;
         let contents = raw.slice(..contents_len);
@@ -626,6 +639,44 @@ impl Table {
     }
 }
 
+/// Bytes an unmapped iterator reads with one `pread` ([`Table::iter_unmapped`]).
+///
+/// A compaction walks whole files in order: reading them a block at a time
+/// cost a system call (and a buffer) per 4 KiB block; a window of 256 KiB
+/// costs one per 64 blocks. The blocks are slices of the window, so a window
+/// is freed once the iterator has moved past its last block.
+const READ_AHEAD: u64 = 256 << 10;
+
+/// A table file read through windows of [`READ_AHEAD`] bytes, in place of
+/// the map (see [`Table::iter_unmapped`]).
+#[derive(Debug)]
+struct Unmapped {
+    file: File,
+    /// The bytes read last, from offset `start` of the file.
+    window: Bytes,
+    start: u64,
+}
+
+impl Unmapped {
+    /// Bytes `[start, end)` of the file: from the current window if it holds
+    /// them, else from a new window read from `start` on, at most to `limit`
+    /// (`end <= limit`: where the blocks end, as read-ahead past them would
+    /// read the index and footer for nothing).
+    fn read(&mut self, start: u64, end: u64, limit: u64) -> std::io::Result<Bytes> {
+        let window_end = self.start + self.window.len() as u64;
+        if start < self.start || end > window_end {
+            let len = (end - start).max(READ_AHEAD).min(limit.max(end) - start);
+            let mut buf = vec![0u8; len as usize];
+            self.file.read_exact_at(&mut buf, start)?;
+            self.window = Bytes::from(buf);
+            self.start = start;
+        }
+        Ok(self
+            .window
+            .slice((start - self.start) as usize..(end - self.start) as usize))
+    }
+}
+
 /// A cursor over a table's entries in key order, with the [`ReadCost`] of
 /// everything it read.
 ///
@@ -641,7 +692,7 @@ pub struct TableIter {
     block: Option<BlockIter>,
     cost: ReadCost,
     /// Read blocks from this file instead of the map (see [`Table::iter_unmapped`]).
-    file: Option<File>,
+    file: Option<Unmapped>,
     /// Keys at or after this are of no interest (see [`TableIter::set_upper_bound`]).
     upper_bound: Option<Vec<u8>>,
 }
@@ -774,7 +825,7 @@ impl TableIter {
     fn load_block(&mut self, position: usize) -> Result<Option<&mut BlockIter>> {
         // The cursor on the block left behind hands its buffers on.
         let previous = self.block.take();
-        let Some(block) = self.table.read_block(position, &mut self.cost, self.file.as_ref())? else {
+        let Some(block) = self.table.read_block(position, &mut self.cost, self.file.as_mut())? else {
             return Ok(None);
         };
         self.block_index = position;
@@ -934,6 +985,38 @@ mod tests {
         }
         assert!(!unmapped.valid());
         assert_eq!(mapped.cost(), unmapped.cost());
+        Ok(())
+    }
+
+    #[test]
+    fn an_unmapped_iterator_reads_a_file_larger_than_its_window_in_windows() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("000001.sst");
+        let mut builder = TableBuilder::create(&path, TableOptions::default())?;
+        // ~1.2 MB of 1 KiB values: five windows of READ_AHEAD bytes.
+        for i in 0..1200 {
+            builder.add(&key(i), &[i as u8; 1024], &key(i), false)?;
+        }
+        let props = builder.finish()?;
+        assert!(props.data_bytes > 4 * READ_AHEAD);
+        let table = Arc::new(Table::open(&path)?);
+        let (mut mapped, mut unmapped) = (table.iter(), table.iter_unmapped()?);
+        mapped.seek_to_first()?;
+        unmapped.seek_to_first()?;
+        let mut entries = 0;
+        while mapped.valid() {
+            assert!(unmapped.valid());
+            assert_eq!((mapped.key(), mapped.value()), (unmapped.key(), unmapped.value()));
+            mapped.next()?;
+            unmapped.next()?;
+            entries += 1;
+        }
+        assert!(!unmapped.valid());
+        assert_eq!(entries, 1200);
+        assert_eq!(mapped.cost(), unmapped.cost());
+        // A seek back before the window in hand reads the blocks it needs again.
+        unmapped.seek(&key(7))?;
+        assert_eq!((unmapped.key(), &unmapped.value()[..]), (&key(7)[..], &[7u8; 1024][..]));
         Ok(())
     }
 

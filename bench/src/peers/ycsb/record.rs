@@ -257,6 +257,9 @@ const FAMILY: &str = "usertable";
 /// cellar: a record is a row, its fields the row's columns.
 pub struct CellarRow {
     store: Store,
+    /// One batch reused for every insert (cleared, its buffers kept), as
+    /// the record models reuse their encoding buffer.
+    batch: WriteBatch,
 }
 
 impl CellarRow {
@@ -265,17 +268,20 @@ impl CellarRow {
     /// cell), every write handed to the OS (`SyncPolicy::Never`).
     pub fn open(dir: &Path) -> Result<CellarRow> {
         let store = Store::open(dir, StoreOptions::default().sync(SyncPolicy::Never).family(FAMILY))?;
-        Ok(CellarRow { store })
+        Ok(CellarRow {
+            store,
+            batch: WriteBatch::new(),
+        })
     }
 }
 
 impl RecordStore for CellarRow {
     fn insert(&mut self, key: &[u8], values: &[&[u8]; FIELDS]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        self.batch.clear();
         for (name, value) in FIELD_NAMES.iter().zip(values) {
-            batch.put(FAMILY, key, name, value);
+            self.batch.put(FAMILY, key, name, value);
         }
-        Ok(self.store.write(&batch)?)
+        Ok(self.store.write(&self.batch)?)
     }
 
     /// The row's cells lent one by one (`visit_row`), as a reader that
