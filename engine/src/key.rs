@@ -92,16 +92,19 @@ pub struct ParsedKey {
 
 /// Appends `bytes` with every `00` written as `00 FF`.
 pub fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
-    let mut rest = bytes;
-    // Copy runs up to and including each zero byte, each followed by its
-    // 0xFF: one copy for a row or column with no zero in it (most of them),
-    // not a push per byte.
-    while let Some(zero) = rest.iter().position(|&b| b == 0) {
-        out.extend_from_slice(rest.get(..=zero).unwrap_or_default());
-        out.push(0xFF);
-        rest = rest.get(zero + 1..).unwrap_or_default();
+    // A row or column with no zero in it (most of them) is one copy, not a
+    // push per byte.
+    if !bytes.contains(&0) {
+        out.extend_from_slice(bytes);
+        return;
     }
-    out.extend_from_slice(rest);
+    out.reserve(escaped_len(bytes));
+    for &b in bytes {
+        out.push(b);
+        if b == 0 {
+            out.push(0xFF);
+        }
+    }
 }
 
 /// The encoded row prefix `escaped(row) 00 01`: the start of every key of the
