@@ -148,6 +148,9 @@ struct ArenaState {
     chunk: BytesMut,
     /// Bytes of the chunks allocated so far.
     allocated: usize,
+    /// The encoded row of the last entry inserted, already in the row
+    /// filter (kept here, under the writer's lock, to be reused).
+    last_row: Vec<u8>,
 }
 
 impl Arena {
@@ -156,6 +159,7 @@ impl Arena {
             state: Mutex::new(ArenaState {
                 chunk: BytesMut::new(),
                 allocated: 0,
+                last_row: Vec::new(),
             }),
         }
     }
@@ -380,8 +384,16 @@ impl Inserter<'_> {
     pub fn insert(&mut self, key: &[u8], value: &[u8], timestamp: u64, sequence: u64, tombstone: bool) {
         // The row's filter bits before the entry: a reader that can see the
         // entry can see its bits (the module doc of `row_filter` says why).
+        // The cells of a row written together hash the row once: the bits of
+        // the row of the entry before are set already, and bits are never
+        // cleared.
         let row = key::row_part(key).unwrap_or(key);
-        let filter_bytes = self.memtable.rows.insert(cellar_sstable::filter_hash(row));
+        let mut filter_bytes = 0;
+        if self.arena.last_row != row {
+            filter_bytes = self.memtable.rows.insert(cellar_sstable::filter_hash(row));
+            self.arena.last_row.clear();
+            self.arena.last_row.extend_from_slice(row);
+        }
         let (bytes, allocated) = self.arena.store(key, value);
         let added = &mut self.added;
         added.bytes += filter_bytes + allocated + NODE_OVERHEAD;
@@ -546,6 +558,31 @@ mod tests {
             [&b"r1"[..], b"r\0zero", b"r2", b"r"].map(|row| m.may_hold_row(hash(row))),
             [Some(true), Some(true), Some(false), Some(false)]
         );
+    }
+
+    #[test]
+    fn the_cells_of_a_row_written_together_put_the_row_in_the_filter_once_and_every_row_is_found() {
+        let m = Memtable::new();
+        let hash = |row: &[u8]| cellar_sstable::filter_hash(&key::row_prefix(row));
+        let cell = |row: &[u8], column: &[u8], seq| key::encode(row, column, 1, seq, Kind::Put);
+        {
+            // One write of three cells of r1 and one of r2.
+            let mut write = m.inserter(7);
+            for (seq, column) in [b"a", b"b", b"c"].into_iter().enumerate() {
+                write.insert(&cell(b"r1", column, seq as u64 + 1), b"v", 1, seq as u64 + 1, false);
+            }
+            write.insert(&cell(b"r2", b"a", 4), b"v", 1, 4, false);
+        }
+        // A later write to r1 and to a row whose encoding r1's starts with.
+        put(&m, b"r1", b"d", 1, 5, b"v");
+        put(&m, b"r", b"a", 1, 6, b"v");
+        assert_eq!(
+            [&b"r1"[..], b"r2", b"r", b"r3"].map(|row| m.may_hold_row(hash(row))),
+            [Some(true), Some(true), Some(true), Some(false)]
+        );
+        // The filter counted once, with the first entry.
+        assert_eq!(m.bytes(), m.rows.bytes() + FIRST_CHUNK + 6 * NODE_OVERHEAD);
+        assert_eq!(m.entries(), 6);
     }
 
     #[test]
