@@ -319,7 +319,12 @@ impl Snapshot {
         let (row, column) = (row.as_ref(), column.as_ref());
         let start = key::cell_prefix(row, column);
         let end = key::prefix_successor(&start);
-        let mut read = RangeRead::new(self, fam, start, end, Some(row), fam.options.max_versions)?;
+        let row_prefix = key::row_prefix(row);
+        let one_row = OneRow {
+            row,
+            prefix: &row_prefix,
+        };
+        let mut read = RangeRead::new(self, fam, &start, end, Some(one_row), fam.options.max_versions, false)?;
         let mut out = Vec::new();
         while let Some(cell) = read.next_cell()? {
             out.push(cell);
@@ -339,7 +344,7 @@ impl Snapshot {
     /// [`Cell`] and no vector.
     pub fn visit_row(&self, family: &str, row: impl AsRef<[u8]>, mut visit: impl FnMut(CellRef<'_>)) -> Result<usize> {
         let _pin = memtable::pin_for_read();
-        let mut read = self.row_read(family, row.as_ref(), &ColumnRange::all())?;
+        let mut read = self.row_read(family, row.as_ref(), &ColumnRange::all(), false)?;
         let mut visited = 0;
         while read.stop_at_visible()? {
             read.lend_cell(&mut visit)?;
@@ -355,7 +360,7 @@ impl Snapshot {
 
     /// The latest versions of a row's columns in a range, in column order (or reversed).
     pub fn slice(&self, family: &str, row: impl AsRef<[u8]>, columns: &ColumnRange) -> Result<Vec<Cell>> {
-        Ok(self.read_slice(family, row.as_ref(), columns)?.0)
+        Ok(self.read_slice(family, row.as_ref(), columns, false)?.0)
     }
 
     /// [`Snapshot::slice`], with the read's [`Trace`].
@@ -368,25 +373,23 @@ impl Snapshot {
         row: impl AsRef<[u8]>,
         columns: &ColumnRange,
     ) -> Result<(Vec<Cell>, Trace)> {
-        let (cells, read) = self.read_slice(family, row.as_ref(), columns)?;
+        let (cells, read) = self.read_slice(family, row.as_ref(), columns, true)?;
         let mut trace = read.trace();
         trace.entries_returned = cells.len() as u64;
         Ok((cells, trace))
     }
 
     /// The walk over a slice of one row (its columns' range; the limit and
-    /// the direction are the caller's).
-    fn row_read(&self, family: &str, row: &[u8], columns: &ColumnRange) -> Result<RangeRead> {
+    /// the direction are the caller's), `traced` or not (see [`RangeRead::new`]).
+    fn row_read(&self, family: &str, row: &[u8], columns: &ColumnRange, traced: bool) -> Result<RangeRead> {
         let fam = self.family(family)?;
         let row_prefix = key::row_prefix(row);
-        let start = match &columns.from {
-            Some(from) => {
-                let mut k = row_prefix.clone();
-                key::escape_into(from, &mut k);
-                k
-            }
-            None => row_prefix.clone(),
-        };
+        // A read of the whole row starts at the row's prefix itself.
+        let start = columns.from.as_ref().map(|from| {
+            let mut k = row_prefix.clone();
+            key::escape_into(from, &mut k);
+            k
+        });
         let end = match &columns.to {
             Some(to) => {
                 let mut k = row_prefix.clone();
@@ -395,14 +398,32 @@ impl Snapshot {
             }
             None => key::prefix_successor(&row_prefix),
         };
-        RangeRead::new(self, fam, start, end, Some(row), 1)
+        let one_row = OneRow {
+            row,
+            prefix: &row_prefix,
+        };
+        RangeRead::new(
+            self,
+            fam,
+            start.as_deref().unwrap_or(&row_prefix),
+            end,
+            Some(one_row),
+            1,
+            traced,
+        )
     }
 
     /// A slice's cells, and the read that found them (for its trace, which
     /// an untraced read never builds).
-    fn read_slice(&self, family: &str, row: &[u8], columns: &ColumnRange) -> Result<(Vec<Cell>, RangeRead)> {
+    fn read_slice(
+        &self,
+        family: &str,
+        row: &[u8],
+        columns: &ColumnRange,
+        traced: bool,
+    ) -> Result<(Vec<Cell>, RangeRead)> {
         let _pin = memtable::pin_for_read();
-        let mut read = self.row_read(family, row, columns)?;
+        let mut read = self.row_read(family, row, columns, traced)?;
         let limit = columns.limit.unwrap_or(usize::MAX);
         if !columns.reverse {
             // Room for as many cells as the last row read had (rows of a
@@ -437,7 +458,8 @@ impl Snapshot {
         let fam = self.family(family)?;
         let _pin = memtable::pin_for_read();
         let (start, end) = rows.key_range();
-        let read = RangeRead::new(self, fam, start, end, None, 1)?;
+        // A scan's trace may be asked for at any time.
+        let read = RangeRead::new(self, fam, &start, end, None, 1, true)?;
         Ok(Scan {
             read,
             pending: None,
@@ -472,15 +494,23 @@ fn escaped_column<'k>(entry_key: &'k [u8], row_prefix: &[u8]) -> Option<&'k [u8]
     body.get(row_prefix.len()..body.len().checked_sub(2)?)
 }
 
+/// The row a read of one row is about: its key, and its encoded prefix
+/// (computed once by the caller, which builds its range from it).
+#[derive(Clone, Copy)]
+struct OneRow<'a> {
+    row: &'a [u8],
+    prefix: &'a [u8],
+}
+
 /// A merged, visibility-filtered walk over one family's key range.
 struct RangeRead {
     merge: MergeIterator,
     visibility: Visibility,
-    /// Traces of every source, in source order; `cursor_of[i]` maps a searched
-    /// source to its cursor in `merge`.
+    /// Traces of every source, in source order, with what settling it cost
+    /// (its filter probes); `cursor_of[i]` maps a searched source to its
+    /// cursor in `merge`. Both empty for a read built untraced.
     traces: Vec<SourceTrace>,
     cursor_of: Vec<Option<usize>>,
-    costs: Vec<ReadCost>,
     /// The row of the last cell returned, and the visibility rule's count of
     /// rows started when it was returned: a cell starts a row when the count
     /// has moved since (no key comparison needed).
@@ -517,46 +547,54 @@ impl RangeRead {
     /// Sets up a walk of `[start, end)`. With `row`, the walk is inside one row:
     /// table files are settled by their bloom filter too, and when the range
     /// starts after the row's first key, each source is probed for the row's
-    /// tombstones first (they sort before every column).
+    /// tombstones first (they sort before every column). Only a `traced`
+    /// read keeps what [`RangeRead::trace`] reports: a read whose caller
+    /// will not ask (`get_row`, `visit_row`, `slice`) builds no trace.
     fn new(
         snap: &Snapshot,
         fam: &FamilyVersion,
-        start: Vec<u8>,
+        start: &[u8],
         end: Option<Vec<u8>>,
-        row: Option<&[u8]>,
+        row: Option<OneRow<'_>>,
         versions: u32,
+        traced: bool,
     ) -> Result<RangeRead> {
         let mut visibility = Visibility::new(snap.sequence, versions, snap.expire_before(fam));
-        let end_bytes = end.clone().map(Bytes::from);
-        let row_prefix = row.map(key::row_prefix);
-        let row_key = row_prefix.as_deref().map(RowKey::new);
-        let probe_tombstones = row_prefix.as_ref().is_some_and(|p| start.as_slice() > p.as_slice());
-        let tombstone_prefix = row.filter(|_| probe_tombstones).map(key::row_tombstone_prefix);
+        let end_bytes = end.map(Bytes::from);
+        let row_prefix = row.map(|r| r.prefix);
+        let row_key = row_prefix.map(RowKey::new);
+        let probe_tombstones = row_prefix.is_some_and(|p| start > p);
+        let tombstone_prefix = row
+            .filter(|_| probe_tombstones)
+            .map(|r| key::row_tombstone_prefix(r.row));
         let mut row_tombstone: Option<(u64, u64)> = None;
 
         let count = 1 + fam.frozen.len() + fam.tables.len();
         let mut cursors = Vec::with_capacity(count);
-        let mut traces = Vec::with_capacity(count);
-        let mut cursor_of = Vec::with_capacity(count);
-        let mut costs = Vec::with_capacity(count);
+        // An untraced read keeps no trace: two allocations fewer per read.
+        let traced_sources = if traced { count } else { 0 };
+        let mut traces = Vec::with_capacity(traced_sources);
+        let mut cursor_of = Vec::with_capacity(traced_sources);
         // A scan reads the searched files of one run through one cursor (see
         // `Cursor::over_run`): `run` gathers them until the run changes.
         let mut run: (Option<u64>, Vec<(usize, Arc<TableFile>)>) = (None, Vec::new());
         for (index, source) in sources(fam).enumerate() {
             let mut cost = ReadCost::default();
-            let settle_start = row_prefix.as_deref().filter(|_| probe_tombstones).unwrap_or(&start);
-            let settled = source.settle(settle_start, end.as_deref(), row_key.as_ref(), &mut cost);
+            let settle_start = row_prefix.filter(|_| probe_tombstones).unwrap_or(start);
+            let settled = source.settle(settle_start, end_bytes.as_deref(), row_key.as_ref(), &mut cost);
             let mut st = SourceTrace::new(source.kind(), settled);
+            st.add_cost(&cost);
             let run_id = match source {
                 Source::Table(t) if row.is_none() => Some(t.meta.run),
                 _ => None,
             };
             if run.0 != run_id && !run.1.is_empty() {
-                cursors.push(Cursor::over_run(std::mem::take(&mut run.1), &start, end_bytes.clone())?);
+                cursors.push(Cursor::over_run(std::mem::take(&mut run.1), start, end_bytes.clone())?);
             }
             run.0 = run_id;
+            let mut cursor = None;
             if settled == Settled::Searched {
-                cursor_of.push(Some(cursors.len()));
+                cursor = Some(cursors.len());
                 if let (Source::Table(t), Some(_)) = (source, run_id) {
                     run.1.push((index, t.clone()));
                 } else {
@@ -567,18 +605,18 @@ impl RangeRead {
                         }
                     }
                     // The cursor continues the probe's iterator: its cost includes the probe's.
-                    cursors.push(reader.into_cursor(&start, end_bytes.clone())?);
+                    cursors.push(reader.into_cursor(start, end_bytes.clone())?);
                 }
-            } else {
-                cursor_of.push(None);
             }
-            traces.push(st);
-            costs.push(cost);
+            if traced {
+                traces.push(st);
+                cursor_of.push(cursor);
+            }
         }
         if !run.1.is_empty() {
-            cursors.push(Cursor::over_run(run.1, &start, end_bytes.clone())?);
+            cursors.push(Cursor::over_run(run.1, start, end_bytes)?);
         }
-        if let (true, Some(rp)) = (probe_tombstones, &row_prefix) {
+        if let (true, Some(rp)) = (probe_tombstones, row_prefix) {
             visibility.preset_row_deletion(rp, row_tombstone);
         }
         Ok(RangeRead {
@@ -586,7 +624,6 @@ impl RangeRead {
             visibility,
             traces,
             cursor_of,
-            costs,
             row: Bytes::new(),
             row_number: 0,
             new_row: false,
@@ -743,17 +780,15 @@ impl RangeRead {
         Ok(())
     }
 
-    /// The trace so far.
+    /// The trace so far (of a read built `traced`; an untraced read lists no source).
     ///
     /// A file of a run that a scan has not reached yet is not listed: the
     /// read has not consulted it (and may never need to).
     fn trace(&self) -> Trace {
         let cursors = self.merge.cursors();
         let mut sources = Vec::with_capacity(self.traces.len());
-        for (index, ((st, cursor), settle_cost)) in self.traces.iter().zip(&self.cursor_of).zip(&self.costs).enumerate()
-        {
+        for (index, (st, cursor)) in self.traces.iter().zip(&self.cursor_of).enumerate() {
             let mut st = st.clone();
-            let mut cost = settle_cost.clone();
             if let Some(c) = cursor.and_then(|i| cursors.get(i)) {
                 let (examined, read) = match c.run_files() {
                     Some(files) => match files.into_iter().find(|(source, _, _)| *source == index) {
@@ -764,10 +799,9 @@ impl RangeRead {
                 };
                 st.entries_examined += examined;
                 if let Some(read) = read {
-                    cost.add(read);
+                    st.add_read(read);
                 }
             }
-            st.add_cost(&cost);
             sources.push(st);
         }
         Trace {

@@ -111,6 +111,21 @@ impl SourceTrace {
         }
     }
 
+    /// Adds what a cursor read to what settling the source cost (its filter
+    /// probes; the pages of one file are counted by the one reader that
+    /// read them, so the counts add).
+    pub(crate) fn add_read(&mut self, cost: &ReadCost) {
+        self.data_blocks += cost.data_blocks;
+        self.data_bytes += cost.data_bytes;
+        self.pages_touched += cost.pages_touched();
+        self.decompressed_bytes += cost.decompressed_bytes;
+        self.cache_hits += cost.cache_hits;
+        self.cache_misses += cost.cache_misses;
+        self.index_lookups += cost.index_lookups;
+        self.filter_checks += cost.filter_checks;
+        self.filter_negatives += cost.filter_negatives;
+    }
+
     pub(crate) fn add_cost(&mut self, cost: &ReadCost) {
         self.data_blocks = cost.data_blocks;
         self.data_bytes = cost.data_bytes;
