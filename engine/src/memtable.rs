@@ -547,6 +547,17 @@ mod tests {
     }
 
     #[test]
+    fn a_memtable_with_no_reachable_byte_limit_takes_its_first_write_with_a_16_mib_filter() {
+        // A byte limit of usize::MAX asked for a 137 GB filter at the first
+        // write, and the allocation failure aborted the process.
+        let m = Memtable::for_family(&FamilyOptions::default().memtable_max_bytes(usize::MAX));
+        put(&m, b"r", b"c", 1, 1, b"v");
+        assert_eq!(m.bytes(), (16 << 20) + FIRST_CHUNK + NODE_OVERHEAD);
+        let hash = |row: &[u8]| cellar_sstable::filter_hash(&key::row_prefix(row));
+        assert_eq!(m.may_hold_row(hash(b"r")), Some(true));
+    }
+
+    #[test]
     fn the_row_filter_answers_for_every_row_inserted_and_not_for_others() {
         let m = Memtable::new();
         let hash = |row: &[u8]| cellar_sstable::filter_hash(&key::row_prefix(row));

@@ -27,6 +27,12 @@
 //!   memtable that is 700 KiB, about 1 % of the memtable, counted in its
 //!   bytes. A memtable that overflows its limits (a large batch lands whole)
 //!   only sees more false positives: a bloom filter never forgets a row.
+//! * **Never more than 16 MiB.** A byte limit set out of reach (`usize::MAX`,
+//!   to flush only by entries or by hand) would otherwise ask for 1 % of it
+//!   at the first write: 137 GB, and the process aborts. At 16 MiB the
+//!   filter keeps its 10 bits per entry up to a memtable of about 1.5 GiB of the
+//!   smallest entries; a larger one sees more false positives, never a
+//!   missed row.
 //! * **Allocated by the first write.** An empty memtable (every family has
 //!   one, and a store may have many families) costs nothing.
 //!
@@ -53,6 +59,10 @@ const BITS_PER_ENTRY: usize = 10;
 
 /// Bits per block: eight 32-bit words.
 const BLOCK_BITS: usize = 256;
+
+/// The most bytes a filter takes, whatever its memtable's limits (see the
+/// module doc): 2^19 blocks of 32 bytes.
+const MAX_BYTES: usize = 16 << 20;
 
 /// One block: a row sets one bit in each of its words. Aligned so that a
 /// block never straddles two cache lines.
@@ -99,7 +109,9 @@ impl RowFilter {
     pub fn for_entries(entries: usize) -> RowFilter {
         let bits = entries.saturating_mul(BITS_PER_ENTRY);
         RowFilter {
-            block_count: bits.div_ceil(BLOCK_BITS).clamp(1, u32::MAX as usize),
+            block_count: bits
+                .div_ceil(BLOCK_BITS)
+                .clamp(1, MAX_BYTES / std::mem::size_of::<Block>()),
             blocks: OnceLock::new(),
         }
     }
@@ -188,6 +200,14 @@ mod tests {
         assert_eq!(filter.insert(hash(2)), 0);
         assert!(!filter.is_empty());
         assert_eq!(RowFilter::for_entries(1).bytes(), 32, "one block at least");
+    }
+
+    #[test]
+    fn a_filter_for_a_memtable_with_no_reachable_limit_takes_16_mib() {
+        // About 1.5 GiB of 117-byte entries: 134,217,720 bits, 2^19 blocks.
+        assert_eq!(RowFilter::for_entries(13_421_772).bytes(), 16 << 20);
+        // usize::MAX bytes of memtable: not 137 GB of filter.
+        assert_eq!(RowFilter::for_entries(usize::MAX / 117 + 1).bytes(), 16 << 20);
     }
 
     #[test]
