@@ -8,7 +8,8 @@
 //! sync), then works until there is nothing left to do. Nothing polls: the
 //! sync thread sleeps until the one moment a sync is due, and only while a
 //! write waits for one; the flush thread wakes once after a pause in the
-//! writes, and only while flushed memtables wait to be freed (see `retire`). A failure stops the store's writes.
+//! writes, and only while flushed memtables wait to be freed (see
+//! `retire`). A failure stops the store's writes.
 
 use parking_lot::MutexGuard;
 
