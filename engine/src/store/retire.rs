@@ -113,6 +113,17 @@ mod tests {
         Store::open(dir, StoreOptions::default().family_with("a", family))
     }
 
+    /// Writes the four cells that fill the active memtable of a store from
+    /// `store_flushing_every(_, 4)`, which freezes it for the flush thread;
+    /// returns that memtable, weakly held.
+    fn fill_the_memtable(store: &Store) -> Result<Weak<Memtable>> {
+        let memtable = active(store);
+        for i in 0..4 {
+            store.put("a", format!("r{i}"), "c", "v")?;
+        }
+        Ok(memtable)
+    }
+
     #[test]
     fn a_flushed_memtable_is_freed_by_the_next_write_not_by_the_flush_thread() -> TestResult {
         let dir = tempfile::tempdir()?;
@@ -124,11 +135,8 @@ mod tests {
             let rx = parked.lock().unwrap_or_else(|e| e.into_inner());
             let _ = rx.recv_timeout(PATIENCE);
         });
-        let first = active(&store);
-        for i in 0..4 {
-            store.put("a", format!("r{i}"), "c", "v")?;
-        }
-        // The fourth put filled the memtable: it was frozen, flushed, retired.
+        let first = fill_the_memtable(&store)?;
+        // The memtable was frozen, flushed and retired.
         wait_until("the memtable is retired", || store.inner.retired.lock().len() == 1)?;
         assert!(first.upgrade().is_some(), "the flush thread freed the memtable");
 
@@ -143,10 +151,7 @@ mod tests {
     fn a_store_that_stops_writing_has_its_flushed_memtable_freed_by_the_flush_thread() -> TestResult {
         let dir = tempfile::tempdir()?;
         let store = store_flushing_every(dir.path(), 4)?;
-        let first = active(&store);
-        for i in 0..4 {
-            store.put("a", format!("r{i}"), "c", "v")?;
-        }
+        let first = fill_the_memtable(&store)?;
         wait_until("the flushed memtable is freed", || first.upgrade().is_none())?;
         assert!(store.inner.retired.lock().is_empty());
         Ok(())
