@@ -265,6 +265,12 @@ impl Memtable {
         (!self.rows.is_empty()).then(|| self.rows.may_contain(row_hash))
     }
 
+    /// Starts loading the row filter's line for the row whose encoded prefix
+    /// has this filter hash, ahead of its insert (see [`RowFilter::prefetch`]).
+    pub fn prefetch_row(&self, row_hash: u64) {
+        self.rows.prefetch(row_hash);
+    }
+
     /// Approximate memory used, in bytes (its row filter included).
     pub fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)

@@ -21,6 +21,10 @@ use super::*;
 /// left for the rotation is at most about 1 MiB.
 const LOG_WRITEBACK_BYTES: u64 = 1 << 20;
 
+/// Operations of a write whose rows' filter lines are prefetched: enough
+/// for a few rows, not a walk of a big batch twice.
+const PREFETCH_ROWS: usize = 16;
+
 impl Inner {
     /// Whether every family of `version` has room for another memtable: a
     /// write may go ahead without a stall.
@@ -82,6 +86,21 @@ impl Inner {
             w.resolved.push((id, op.timestamp.unwrap_or(now)));
         }
         w.last_ts = now;
+        // The row filter's lines for the batch's first rows are requested
+        // now, to arrive while the log record is written (a new row's line
+        // is a cache miss each; see `row_filter`).
+        let mut prefetched: Option<&[u8]> = None;
+        for (op, &(id, _)) in ops.iter().zip(&w.resolved).take(PREFETCH_ROWS) {
+            if prefetched == Some(op.row) {
+                continue;
+            }
+            prefetched = Some(op.row);
+            if let Some(fam) = version.families.get(&id) {
+                w.key.clear();
+                key::row_prefix_into(op.row, &mut w.key);
+                fam.active.prefetch_row(cellar_sstable::filter_hash(&w.key));
+            }
+        }
         let first = w.last_seq + 1;
         w.buf.clear();
         batch::encode_header(first, ops.len(), &mut w.buf);
