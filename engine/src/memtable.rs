@@ -6,6 +6,17 @@
 //! frozen (no more inserts) and a background thread writes it out as a table
 //! file; until that file is installed, reads still consult the frozen memtable.
 //!
+//! A memtable only grows: no entry is ever removed or replaced, and the whole
+//! skip list is freed at once when the last handle on the memtable goes. That
+//! is what lets readers walk it for free. A general concurrent skip list must
+//! guard every node a reader stands on against a writer that unlinks and frees
+//! it: crossbeam's `SkipMap` pins an epoch for each operation and counts each
+//! cursor as a reference to its node (two atomic read-modify-writes per step).
+//! Here no node is ever unlinked, so there is nothing to guard against: the
+//! list is crossbeam's lower-level `base::SkipList`, walked with no epoch pin
+//! and no reference count (see [`unguarded`] for the argument), as LevelDB's
+//! and RocksDB's memtables are (their skip lists never delete either).
+//!
 //! The entries' bytes live in an *arena* ([`Arena`]): big chunks filled one
 //! entry after another, as LevelDB's and RocksDB's memtables keep theirs. A
 //! write then costs one allocation (the skip-list node), not two, and dropping
@@ -18,7 +29,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use crossbeam_skiplist::SkipMap;
+use crossbeam_epoch::Guard;
+use crossbeam_skiplist::base::{self, SkipList};
 use parking_lot::Mutex;
 
 use crate::error::Result;
@@ -40,7 +52,7 @@ use crate::row_filter::RowFilter;
 ///   byte order: zero is the smallest byte, so padding a short key with zeros
 ///   never moves it past a key it is a prefix of, and equal heads fall back to
 ///   comparing the whole keys.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct MemEntry {
     head: u128,
     bytes: Bytes,
@@ -76,9 +88,19 @@ impl MemEntry {
     /// the skip list exactly as stored entries are, inline head first. (A
     /// seek by a plain byte slice would compare whole keys at every step,
     /// each behind a pointer to the node's buffer: a cache miss more per
-    /// level. The probe costs one small allocation per seek.)
-    fn probe(target: &[u8]) -> MemEntry {
-        MemEntry::new(Bytes::copy_from_slice(target), target.len())
+    /// level.) The probe borrows `target`, so a seek allocates nothing.
+    fn probe(target: &[u8]) -> Probe<'_> {
+        // SAFETY: the `Bytes` claims `target` lives for ever, but it never
+        // leaves the returned `Probe`, which borrows `target` for as long as
+        // it lives: `Probe` hands out only `&MemEntry`, and a `MemEntry`
+        // cannot be cloned or moved out of a shared reference, so the bytes
+        // are never read after `target` goes. (A static `Bytes` frees
+        // nothing when dropped.)
+        let target_for_ever: &'static [u8] = unsafe { std::mem::transmute::<&[u8], &'static [u8]>(target) };
+        Probe {
+            entry: MemEntry::new(Bytes::from_static(target_for_ever), target.len()),
+            _target: std::marker::PhantomData,
+        }
     }
 
     /// The value, copied out of the arena: a reader that keeps it does not
@@ -106,6 +128,21 @@ impl Ord for MemEntry {
 impl PartialOrd for MemEntry {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+/// A [`MemEntry`] for a seek, borrowing its key from the caller
+/// (see [`MemEntry::probe`]).
+struct Probe<'t> {
+    entry: MemEntry,
+    _target: std::marker::PhantomData<&'t [u8]>,
+}
+
+impl std::ops::Deref for Probe<'_> {
+    type Target = MemEntry;
+
+    fn deref(&self) -> &MemEntry {
+        &self.entry
     }
 }
 
@@ -190,13 +227,51 @@ impl ArenaState {
     }
 }
 
-/// Entries a flush walks between two pins of the skip list's memory
-/// reclamation (see [`Memtable::for_each`]).
-const REPIN_EVERY: usize = 1024;
+/// The guard every operation on a memtable's skip list runs under: none.
+///
+/// crossbeam's skip list takes a [`Guard`] with every call because, in
+/// general, a node may be unlinked by one thread while another stands on it:
+/// the unlinking thread hands the node's memory to epoch reclamation, which
+/// frees it only once every thread pinned at the time has unpinned. Readers
+/// pin; the writer defers. A memtable needs none of it, and runs everything
+/// under crossbeam's `unprotected` guard (whose deferred work would run at
+/// once, and which pins nothing), because:
+///
+/// 1. *No node is ever unlinked.* This module never calls the list's
+///    `remove`, `pop_front`, `pop_back` or `clear`, nor `insert`, which
+///    unlinks an entry with an equal key to replace it: entries go in with
+///    `get_or_insert`, which leaves an equal entry where it is (there is
+///    none in practice: every write has its own sequence number). crossbeam
+///    defers work to the epoch only to free an unlinked node, so nothing is
+///    ever deferred, and nothing can be freed under a reader.
+/// 2. *Nodes are freed only with the whole list*, by its `Drop`, when the
+///    [`Memtable`] is dropped: which needs every `Arc` on it gone (a
+///    [`MemtableCursor`] holds one) and every borrow of it ended (the borrow
+///    checker sees to [`Memtable::newest_with_prefix`] and the others).
+/// 3. *Ordering does not come from the guard.* A node is published by a
+///    compare-and-swap (sequentially consistent) after its key is written,
+///    and readers load the links with acquire or stronger ordering whatever
+///    the guard, so a reader that reaches a node sees its key.
+///
+/// What it saves: a pin per read (a fenced write to the thread's epoch
+/// slot), and on every cursor step the reference count crossbeam's `SkipMap`
+/// keeps on the node a cursor stands on (an atomic increment on the new
+/// node, a decrement on the old one). A scan that holds a cursor for long
+/// holds back no one's memory reclamation either. The tests at the end of
+/// this module walk a memtable while a writer inserts, and keep cursors
+/// past the store's memtable rotation and flush.
+fn unguarded() -> &'static Guard {
+    // SAFETY: the three points above: nothing this module does with a
+    // memtable's skip list defers or frees a node while a reader can reach it.
+    unsafe { crossbeam_epoch::unprotected() }
+}
 
 /// A sorted in-memory table of entries `(internal key -> value)`.
 pub(crate) struct Memtable {
-    map: SkipMap<MemEntry, ()>,
+    /// The entries, keyed by [`MemEntry`]; every operation on it runs
+    /// under [`unguarded`], whose argument rests on what this module does
+    /// (and does not do) with it.
+    map: SkipList<MemEntry, ()>,
     arena: Arena,
     bytes: AtomicUsize,
     entries: AtomicUsize,
@@ -224,7 +299,7 @@ impl Memtable {
         let entries = options.memtable_max_entries.map_or(by_bytes, |n| n.min(by_bytes));
         Memtable {
             rows: RowFilter::for_entries(entries),
-            map: SkipMap::new(),
+            map: SkipList::new(crossbeam_epoch::default_collector().clone()),
             arena: Arena::new(),
             bytes: AtomicUsize::new(0),
             entries: AtomicUsize::new(0),
@@ -251,7 +326,6 @@ impl Memtable {
         Inserter {
             memtable: self,
             arena: self.arena.state.lock(),
-            _pin: crossbeam_epoch::pin(),
             added: Added::default(),
         }
     }
@@ -289,8 +363,8 @@ impl Memtable {
     /// The smallest and the largest key inserted (`None` when empty): the
     /// memtable's key range, as a table file's first and last key are its.
     pub fn key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        let first = self.map.front()?;
-        let last = self.map.back()?;
+        let first = self.map.front(unguarded())?;
+        let last = self.map.back(unguarded())?;
         Some((first.key().key().to_vec(), last.key().key().to_vec()))
     }
 
@@ -322,7 +396,8 @@ impl Memtable {
     /// value, with the number of entries looked at to find it.
     pub fn newest_with_prefix(&self, prefix: &[u8], snapshot: u64) -> (Option<Hit>, u64) {
         let mut examined = 0;
-        let mut entry = self.map.lower_bound(Bound::Included(&MemEntry::probe(prefix)));
+        let probe = MemEntry::probe(prefix);
+        let mut entry = self.map.lower_bound(Bound::Included(&*probe), unguarded());
         while let Some(e) = entry {
             if !e.key().key().starts_with(prefix) {
                 break;
@@ -337,18 +412,11 @@ impl Memtable {
     }
 
     /// Every entry in key order, as `(key, value)` borrowed from the arena (used by flush).
-    ///
-    /// The walk pins the skip list's memory reclamation itself, so each
-    /// step's own pin is a counter increment, not a fenced write; it lets go
-    /// and pins again every [`REPIN_EVERY`] entries, so a flush of a big
-    /// memtable never holds reclamation back for long (see [`pin_for_read`]).
     pub fn for_each(&self, mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
-        let mut pin = crossbeam_epoch::pin();
-        for (i, e) in self.map.iter().enumerate() {
+        let mut entry = self.map.front(unguarded());
+        while let Some(e) = entry {
             visit(e.key().key(), e.key().value_bytes())?;
-            if i % REPIN_EVERY == REPIN_EVERY - 1 {
-                pin.repin();
-            }
+            entry = e.next();
         }
         Ok(())
     }
@@ -369,9 +437,7 @@ struct Added {
 ///
 /// What is done once per entry is only what must be: a copy into the arena
 /// and a skip-list insert. The rest is done once for the whole write: the
-/// arena's lock is taken once, the skip list's memory reclamation is pinned
-/// once (each insert pins it again, and a pin inside a pin is a counter
-/// increment, not a fenced write), and the memtable's counters (bytes,
+/// arena's lock is taken once, and the memtable's counters (bytes,
 /// entries, largest timestamp and sequence) are shared atomics updated
 /// once, when the inserter is dropped. Until then `bytes()` and
 /// `entries()` lag behind what is in the skip list; the writer reads them
@@ -380,7 +446,6 @@ struct Added {
 pub(crate) struct Inserter<'a> {
     memtable: &'a Memtable,
     arena: parking_lot::MutexGuard<'a, ArenaState>,
-    _pin: crossbeam_epoch::Guard,
     added: Added,
 }
 
@@ -407,7 +472,12 @@ impl Inserter<'_> {
         added.tombstones += usize::from(tombstone);
         added.max_ts = added.max_ts.max(timestamp);
         added.max_seq = added.max_seq.max(sequence);
-        self.memtable.map.insert(MemEntry::new(bytes, key.len()), ());
+        // `get_or_insert`, never `insert`: an insert would unlink an equal
+        // entry to replace it, and nothing may be unlinked (see `unguarded`).
+        // The handle it returns counts as a reference to the node; it is
+        // never released, which is harmless: the count only decides when an
+        // unlinked node may be freed, and the list's drop frees every node.
+        let _node = self.memtable.map.get_or_insert(MemEntry::new(bytes, key.len()), (), unguarded());
     }
 }
 
@@ -427,20 +497,19 @@ impl Drop for Inserter<'_> {
     }
 }
 
-/// Pins the skip lists' memory reclamation (crossbeam's epoch) for the
-/// length of one read; drop the guard when the read is done.
-///
-/// Every skip-list operation pins the epoch for itself: a seek once, a
-/// cursor's step twice (once to move, once to let go of the node it leaves).
-/// A first pin is a fenced atomic write, and every 128th tries to reclaim
-/// memory; a pin inside another is a counter increment. So a read that walks
-/// a memtable pins once around the whole walk. (Only around one call: a
-/// thread pinned for long holds back reclamation for every skip list.)
-pub(crate) fn pin_for_read() -> crossbeam_epoch::Guard {
-    crossbeam_epoch::pin()
-}
+/// The entry a cursor stands on (`None` past the end).
+struct Position<'a>(Option<base::Entry<'a, 'a, MemEntry, ()>>);
 
-type Position<'a> = Option<crossbeam_skiplist::map::Entry<'a, MemEntry, ()>>;
+// SAFETY: an entry is a reference to its skip list, one to its node, and one
+// to the guard it was found under. The list and its nodes hold only atomics
+// and `MemEntry`s, which are `Send` and `Sync`. The guard is crossbeam's
+// `unprotected` one (see `unguarded`): a static with no thread's epoch
+// behind it, which crossbeam itself shares between threads, and which
+// nothing here uses to pin or to defer. So a cursor may move to another
+// thread (a scan handed to a worker) as its `SkipMap` entry could.
+unsafe impl Send for Position<'_> {}
+// SAFETY: as for `Send`; a shared cursor only reads.
+unsafe impl Sync for Position<'_> {}
 
 self_cell::self_cell!(
     /// A memtable handle and a skip-list entry borrowed from it.
@@ -456,9 +525,10 @@ self_cell::self_cell!(
 /// The cursor owns a handle on its memtable, so a read may keep it as long as
 /// it likes (a scan is an iterator its caller holds), and stands on one
 /// skip-list node: a step follows the node's next pointer, and nothing is
-/// copied out of the memtable until the read returns a value. (The skip list
-/// counts the cursor as a reference to the node it stands on; a step moves
-/// that reference to the next node.)
+/// copied out of the memtable until the read returns a value. A step is a
+/// load and a key comparison: the node needs no reference count and the
+/// thread no epoch pin, because no node is freed while the memtable lives
+/// (see [`unguarded`]), and the cursor's handle keeps it alive.
 pub(crate) struct MemtableCursor(PositionCell);
 
 impl MemtableCursor {
@@ -466,26 +536,30 @@ impl MemtableCursor {
     pub fn seek(memtable: Arc<Memtable>, target: &[u8]) -> MemtableCursor {
         let probe = MemEntry::probe(target);
         MemtableCursor(PositionCell::new(memtable, |m| {
-            m.map.lower_bound(Bound::Included(&probe))
+            Position(m.map.lower_bound(Bound::Included(&*probe), unguarded()))
         }))
     }
 
     /// Moves to the first entry at or after `target`.
     pub fn reseek(&mut self, target: &[u8]) {
         let probe = MemEntry::probe(target);
-        self.0
-            .with_dependent_mut(|m, position| *position = m.map.lower_bound(Bound::Included(&probe)));
+        self.0.with_dependent_mut(|m, position| {
+            position.0 = m.map.lower_bound(Bound::Included(&*probe), unguarded());
+        });
     }
 
     /// Moves to the next entry (past the last one, the cursor has no entry).
     pub fn next(&mut self) {
-        self.0
-            .with_dependent_mut(|_, position| *position = position.as_ref().and_then(|e| e.next()));
+        self.0.with_dependent_mut(|_, position| {
+            if position.0.as_mut().is_some_and(|e| !e.move_next()) {
+                position.0 = None;
+            }
+        });
     }
 
     /// The current entry's key, if the cursor is on one.
     pub fn key(&self) -> Option<&[u8]> {
-        self.0.borrow_dependent().as_ref().map(|e| e.key().key())
+        self.0.borrow_dependent().0.as_ref().map(|e| e.key().key())
     }
 
     /// The current entry's value, borrowed from the arena (empty past the
@@ -494,6 +568,7 @@ impl MemtableCursor {
     pub fn value_bytes(&self) -> &[u8] {
         self.0
             .borrow_dependent()
+            .0
             .as_ref()
             .map(|e| e.key().value_bytes())
             .unwrap_or_default()
@@ -503,6 +578,7 @@ impl MemtableCursor {
     pub fn value(&self) -> Bytes {
         self.0
             .borrow_dependent()
+            .0
             .as_ref()
             .map(|e| e.key().value())
             .unwrap_or_default()
@@ -660,6 +736,93 @@ mod tests {
         })?;
         assert_eq!(seen, n + 1);
         Ok(())
+    }
+
+    #[test]
+    fn readers_walk_a_memtable_in_key_order_while_the_writer_inserts() -> std::thread::Result<()> {
+        use std::sync::atomic::AtomicBool;
+        const ROWS: u64 = 20_000;
+        // Rows in scrambled order, so inserts land all over the walks.
+        let row = |i: u64| format!("r{:06}", i * 7_919 % ROWS).into_bytes();
+        let m = Arc::new(Memtable::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (m, stop) = (m.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut walks = 0u64;
+                    while !stop.load(Ordering::Relaxed) || walks == 0 {
+                        let mut cursor = MemtableCursor::seek(m.clone(), &[]);
+                        let mut last: Option<Vec<u8>> = None;
+                        while let Some(k) = cursor.key() {
+                            assert!(last.as_deref().is_none_or(|l| l < k), "keys in order");
+                            // Every entry's value is its row: the key and the
+                            // value a reader reaches were written whole.
+                            let parsed = key::parse(k).map(|k| k.row);
+                            assert_eq!(parsed.as_deref(), Some(cursor.value_bytes()));
+                            last = Some(k.to_vec());
+                            cursor.next();
+                        }
+                        walks += 1;
+                    }
+                    walks
+                })
+            })
+            .collect();
+        for i in 0..ROWS {
+            put(&m, &row(i), b"c", 1, i + 1, &row(i));
+        }
+        stop.store(true, Ordering::Relaxed);
+        for reader in readers {
+            assert!(reader.join()? > 0);
+        }
+        let mut cursor = MemtableCursor::seek(m, &[]);
+        let mut seen = 0;
+        while cursor.key().is_some() {
+            seen += 1;
+            cursor.next();
+        }
+        assert_eq!(seen, ROWS);
+        Ok(())
+    }
+
+    #[test]
+    fn a_cursor_keeps_its_memtable_alive_on_another_thread_after_every_other_handle_is_gone() -> std::thread::Result<()> {
+        let m = Arc::new(Memtable::new());
+        for i in 0..100u64 {
+            put(&m, format!("r{i:03}").as_bytes(), b"c", 1, i + 1, format!("v{i}").as_bytes());
+        }
+        // The only handle left moves into the cursor, and the cursor to a thread.
+        let mut cursor = MemtableCursor::seek(m, &key::row_prefix(b"r050"));
+        let values = std::thread::spawn(move || {
+            let mut values = Vec::new();
+            while cursor.key().is_some() {
+                values.push(cursor.value());
+                cursor.next();
+            }
+            values
+        })
+        .join()?;
+        assert_eq!(values.len(), 50);
+        assert_eq!((&values[0][..], &values[49][..]), (&b"v50"[..], &b"v99"[..]));
+        Ok(())
+    }
+
+    #[test]
+    fn an_entry_inserted_again_under_its_key_leaves_the_first_in_place_under_a_cursor() {
+        // Never done by the store (every write has its own sequence number),
+        // but it is what keeps the skip list from ever unlinking a node a
+        // reader may stand on: a replacing insert would free the first entry
+        // under the cursor.
+        let m = Arc::new(Memtable::new());
+        put(&m, b"r", b"c", 1, 1, b"first");
+        let prefix = key::cell_prefix(b"r", b"c");
+        let cursor = MemtableCursor::seek(m.clone(), &prefix);
+        put(&m, b"r", b"c", 1, 1, b"second");
+        assert_eq!(cursor.value_bytes(), b"first");
+        let (hit, examined) = m.newest_with_prefix(&prefix, u64::MAX);
+        assert_eq!((hit.map(|(_, v)| v), examined), (Some(Bytes::from_static(b"first")), 1));
+        assert_eq!(m.map.len(), 1);
     }
 
     proptest::proptest! {

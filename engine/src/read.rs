@@ -29,7 +29,6 @@ use cellar_sstable::ReadCost;
 
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
-use crate::memtable;
 use crate::merge::MergeIterator;
 use crate::source::{sources, Cursor, RowKey, Source};
 use crate::trace::{Settled, SourceTrace, Trace};
@@ -242,7 +241,6 @@ impl Snapshot {
         column: impl AsRef<[u8]>,
     ) -> Result<(Option<Cell>, Trace)> {
         let fam = self.family(family)?;
-        let _pin = memtable::pin_for_read();
         let (row, column) = (row.as_ref(), column.as_ref());
         let cell_prefix = key::cell_prefix(row, column);
         // The cell prefix starts with the encoded row: `escaped(row) 00 01`.
@@ -343,7 +341,6 @@ impl Snapshot {
     /// It reads exactly what `get_row` reads (the same trace), and builds no
     /// [`Cell`] and no vector.
     pub fn visit_row(&self, family: &str, row: impl AsRef<[u8]>, mut visit: impl FnMut(CellRef<'_>)) -> Result<usize> {
-        let _pin = memtable::pin_for_read();
         let mut read = self.row_read(family, row.as_ref(), &ColumnRange::all(), false)?;
         let mut visited = 0;
         while read.stop_at_visible()? {
@@ -422,7 +419,6 @@ impl Snapshot {
         columns: &ColumnRange,
         traced: bool,
     ) -> Result<(Vec<Cell>, RangeRead)> {
-        let _pin = memtable::pin_for_read();
         let mut read = self.row_read(family, row, columns, traced)?;
         let limit = columns.limit.unwrap_or(usize::MAX);
         if !columns.reverse {
@@ -456,7 +452,6 @@ impl Snapshot {
     /// The rows of a range, as an iterator of rows (latest version of each live column).
     pub fn scan(&self, family: &str, rows: &RowRange) -> Result<Scan> {
         let fam = self.family(family)?;
-        let _pin = memtable::pin_for_read();
         let (start, end) = rows.key_range();
         // A scan's trace may be asked for at any time.
         let read = RangeRead::new(self, fam, &start, end, None, 1, true)?;
@@ -850,7 +845,6 @@ impl Scan {
         if self.remaining == 0 {
             return Ok(false);
         }
-        let _pin = memtable::pin_for_read();
         let mut width = 0;
         match self.pending.take() {
             Some(first) => {
@@ -891,7 +885,6 @@ impl Scan {
         if self.remaining == 0 {
             return Ok(None);
         }
-        let _pin = memtable::pin_for_read();
         let first = match self.pending.take() {
             Some(p) => p,
             None => match self.read.next_cell()? {

@@ -258,3 +258,39 @@ fn row_reads_find_every_row_written_before_their_snapshot_while_memtables_fill_a
     assert!(f.flushes > 10, "memtables rotated and flushed: {}", f.flushes);
     Ok(())
 }
+
+#[test]
+fn a_scan_opened_on_a_memtable_reads_it_whole_after_its_flush_and_the_store_is_gone() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(dir.path(), StoreOptions::default().family_with("f", FamilyOptions::default()))?;
+    let mut batch = WriteBatch::new();
+    for i in 0..100u64 {
+        batch.put("f", row(1000 + i), "c", i.to_string());
+    }
+    store.write(&batch)?;
+    // The scan stands in the active memtable; then the memtable is frozen,
+    // flushed and dropped by the store, more rows arrive, and the store closes.
+    let mut scan = store.scan("f", &RowRange::all())?;
+    let first = scan.next().ok_or("a first row")??;
+    store.flush()?;
+    let mut later = WriteBatch::new();
+    later.put("f", row(1050), "c", "later");
+    store.write(&later)?;
+    drop(store);
+    // The rest of the scan, on another thread: the rows it was opened on.
+    let rest = std::thread::spawn(move || -> Result<Vec<(String, String)>, String> {
+        scan.map(|r| {
+            let r = r.map_err(|e| e.to_string())?;
+            let value = r.cells.first().map(|c| String::from_utf8_lossy(&c.value).into_owned());
+            Ok((String::from_utf8_lossy(&r.key).into_owned(), value.unwrap_or_default()))
+        })
+        .collect()
+    })
+    .join()
+    .map_err(|_| "the scanning thread panicked")??;
+    assert_eq!(String::from_utf8_lossy(&first.key), "r1000");
+    assert_eq!(rest.len(), 99);
+    assert_eq!(rest[49], ("r1050".to_string(), "50".to_string()));
+    assert_eq!(rest[98], ("r1099".to_string(), "99".to_string()));
+    Ok(())
+}
