@@ -82,11 +82,7 @@ impl MemEntry {
             b.copy_from_slice(chunk);
             *word = u64::from_be_bytes(b);
         }
-        MemEntry {
-            head,
-            bytes,
-            key_len,
-        }
+        MemEntry { head, bytes, key_len }
     }
 
     /// The internal key.
@@ -509,7 +505,10 @@ impl Inserter<'_> {
         // The handle it returns counts as a reference to the node; it is
         // never released, which is harmless: the count only decides when an
         // unlinked node may be freed, and the list's drop frees every node.
-        let _node = self.memtable.map.get_or_insert(MemEntry::new(bytes, key.len()), (), unguarded());
+        let _node = self
+            .memtable
+            .map
+            .get_or_insert(MemEntry::new(bytes, key.len()), (), unguarded());
     }
 }
 
@@ -819,10 +818,18 @@ mod tests {
     }
 
     #[test]
-    fn a_cursor_keeps_its_memtable_alive_on_another_thread_after_every_other_handle_is_gone() -> std::thread::Result<()> {
+    fn a_cursor_keeps_its_memtable_alive_on_another_thread_after_every_other_handle_is_gone() -> std::thread::Result<()>
+    {
         let m = Arc::new(Memtable::new());
         for i in 0..100u64 {
-            put(&m, format!("r{i:03}").as_bytes(), b"c", 1, i + 1, format!("v{i}").as_bytes());
+            put(
+                &m,
+                format!("r{i:03}").as_bytes(),
+                b"c",
+                1,
+                i + 1,
+                format!("v{i}").as_bytes(),
+            );
         }
         // The only handle left moves into the cursor, and the cursor to a thread.
         let mut cursor = MemtableCursor::seek(m, &key::row_prefix(b"r050"));
@@ -888,7 +895,10 @@ mod tests {
         // crossbeam's node: the entry, a reference count and height (8 bytes),
         // then the tower. With a 16-byte-aligned `u128` head the entry was 64
         // bytes and the node padded to 80 all the same.
-        assert_eq!((std::mem::size_of::<MemEntry>(), std::mem::align_of::<MemEntry>()), (72, 8));
+        assert_eq!(
+            (std::mem::size_of::<MemEntry>(), std::mem::align_of::<MemEntry>()),
+            (72, 8)
+        );
     }
 
     #[test]

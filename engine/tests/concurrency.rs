@@ -262,7 +262,10 @@ fn row_reads_find_every_row_written_before_their_snapshot_while_memtables_fill_a
 #[test]
 fn a_scan_opened_on_a_memtable_reads_it_whole_after_its_flush_and_the_store_is_gone() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let store = Store::open(dir.path(), StoreOptions::default().family_with("f", FamilyOptions::default()))?;
+    let store = Store::open(
+        dir.path(),
+        StoreOptions::default().family_with("f", FamilyOptions::default()),
+    )?;
     let mut batch = WriteBatch::new();
     for i in 0..100u64 {
         batch.put("f", row(1000 + i), "c", i.to_string());
