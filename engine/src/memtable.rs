@@ -58,9 +58,9 @@ use crate::row_filter::RowFilter;
 ///   more (YCSB's are 23) made every comparison between nodes of one row a
 ///   trip to the arena; 32 bytes hold such a row and the start of its column,
 ///   so a seek to the next column is decided inside the nodes until it reaches
-///   the column's own versions. It costs no memory: a node is 80 bytes plus
-///   its tower either way (a `u128` head aligned the node to 16 bytes, eight
-///   of them padding; four `u64`s need no padding).
+///   the column's own versions. It costs no memory: the node does not grow
+///   (a `u128` head aligned the node to 16 bytes, with padding; four `u64`s
+///   need none, and some tower heights come out 8 bytes smaller).
 #[derive(Debug)]
 pub(crate) struct MemEntry {
     head: [u64; HEAD_WORDS],
@@ -164,6 +164,12 @@ const HEAD_WORDS: usize = HEAD_BYTES / 8;
 struct Probe<'t> {
     entry: MemEntry,
     _target: std::marker::PhantomData<&'t [u8]>,
+}
+
+/// A probe has a `Drop` (which does nothing) only so that its entry, whose
+/// key borrows the target for `'static`, cannot be moved out of it and kept.
+impl Drop for Probe<'_> {
+    fn drop(&mut self) {}
 }
 
 impl std::ops::Deref for Probe<'_> {
@@ -278,16 +284,20 @@ impl ArenaState {
 ///    checker sees to [`Memtable::newest_with_prefix`] and the others).
 /// 3. *Ordering does not come from the guard.* A node is published by a
 ///    compare-and-swap (sequentially consistent) after its key is written,
-///    and readers load the links with acquire or stronger ordering whatever
-///    the guard, so a reader that reaches a node sees its key.
+///    and readers load the links with consume ordering whatever the guard
+///    (an acquire load on x86_64; dependency-ordered on ARM, which suffices
+///    here because the key is read through the loaded pointer), so a reader
+///    that reaches a node sees its key.
 ///
 /// What it saves: a pin per read (a fenced write to the thread's epoch
 /// slot), and on every cursor step the reference count crossbeam's `SkipMap`
 /// keeps on the node a cursor stands on (an atomic increment on the new
 /// node, a decrement on the old one). A scan that holds a cursor for long
 /// holds back no one's memory reclamation either. The tests at the end of
-/// this module walk a memtable while a writer inserts, and keep cursors
-/// past the store's memtable rotation and flush.
+/// this module walk a memtable while a writer inserts and keep a cursor
+/// past every other handle; `engine/tests/concurrency.rs` keeps a scan past
+/// its memtable's flush and the store's close. The argument rests on
+/// crossbeam-skiplist's internals, so the workspace pins its version.
 fn unguarded() -> &'static Guard {
     // SAFETY: the three points above: nothing this module does with a
     // memtable's skip list defers or frees a node while a reader can reach it.

@@ -46,10 +46,10 @@
 //! happened before the reader's probe, bits included: a probe never answers
 //! "absent" for a row whose write is visible to it. A write the reader cannot
 //! see yet may or may not have its bits set; either answer is right for it.
-//! (Bits before the entry, not after: then even a reader that meets the entry
-//! in the skip list itself, with no sequence to go by, finds its bits set,
-//! since the skip list publishes a node with a release store that comes after
-//! them.)
+//! (Bits before the entry, not after, also means that on x86_64, whose loads
+//! are ordered, a reader that meets the entry in the skip list finds its bits
+//! set. Weaker machines promise that only through the sequence, and no read
+//! relies on more: every read goes by its snapshot's sequence.)
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
