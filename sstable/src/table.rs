@@ -251,11 +251,11 @@ impl Table {
     }
 
     /// An iterator that reads its data blocks with plain `pread` calls into
-    /// buffers of its own (a window of 256 KiB at a time)
-    /// instead of through the map. For a reader that walks
-    /// a whole file once, such as a compaction: the blocks it reads stay in the
-    /// operating system's page cache but never become resident pages of this
-    /// process, so merging large files does not grow the process's memory.
+    /// buffers of its own (a window of [`READ_AHEAD`] bytes at a time)
+    /// instead of through the map. For a reader that walks a whole file
+    /// once, such as a compaction: the blocks it reads stay in the operating
+    /// system's page cache but never become resident pages of this process,
+    /// so merging large files does not grow the process's memory.
     /// Blocks are counted and checksummed exactly as [`Table::iter`]'s are.
     pub fn iter_unmapped(self: &Arc<Self>) -> Result<TableIter> {
         let file = File::open(&*self.path).map_err(io_error(&self.path))?;

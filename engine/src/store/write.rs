@@ -88,7 +88,9 @@ impl Inner {
         w.last_ts = now;
         // The row filter's lines for the batch's first rows are requested
         // now, to arrive while the log record is written (a new row's line
-        // is a cache miss each; see `row_filter`).
+        // is a cache miss each; see `row_filter`). The memtable's inserter
+        // hashes the row again: a hash of a few dozen bytes, against the
+        // miss it hides.
         let mut prefetched: Option<&[u8]> = None;
         for (op, &(id, _)) in ops.iter().zip(&w.resolved).take(PREFETCH_ROWS) {
             if prefetched == Some(op.row) {
