@@ -251,7 +251,7 @@ impl Table {
     }
 
     /// An iterator that reads its data blocks with plain `pread` calls into
-    /// buffers of its own (a window of [`READ_AHEAD`] bytes at a time)
+    /// buffers of its own (a window of 256 KiB at a time, `READ_AHEAD`)
     /// instead of through the map. For a reader that walks a whole file
     /// once, such as a compaction: the blocks it reads stay in the operating
     /// system's page cache but never become resident pages of this process,
