@@ -152,19 +152,27 @@ impl MergeIterator {
 
     /// Moves past every entry before `target`: each cursor still before it
     /// seeks (an index search, perhaps a block), the others stay where they are.
+    ///
+    /// The cursors before `target` are exactly the ones that come to the top
+    /// while the top is before it (the heap's order), so they are taken from
+    /// the top one at a time and sifted back down after their seek: a read
+    /// that skips the rest of a cell (most often found in one or two of its
+    /// sources) pays a comparison or two per cursor moved, not a rebuild of
+    /// the whole heap with every cursor's key compared to `target`.
     pub fn seek(&mut self, target: &[u8]) -> Result<()> {
-        for &i in &self.heap {
-            if let Some(cursor) = self.cursors.get_mut(i) {
-                if cursor.key() < target {
-                    cursor.seek(target)?;
-                }
+        while let Some(&top) = self.heap.first() {
+            let Some(cursor) = self.cursors.get_mut(top) else {
+                return Ok(());
+            };
+            if cursor.key() >= target {
+                break;
             }
-        }
-        let cursors = &self.cursors;
-        self.heap.retain(|&i| cursors.get(i).is_some_and(Cursor::valid));
-        self.smaller_child = None;
-        for i in (0..self.heap.len() / 2).rev() {
-            self.sift_down(i);
+            cursor.seek(target)?;
+            if !cursor.valid() {
+                self.heap.swap_remove(0);
+            }
+            self.smaller_child = None;
+            self.sift_down(0);
         }
         Ok(())
     }

@@ -497,6 +497,46 @@ struct OneRow<'a> {
     prefix: &'a [u8],
 }
 
+/// The files of one run that overlap a read's key range, found by two
+/// binary searches instead of two key comparisons per file.
+///
+/// The files of a run hold disjoint key ranges in key order, so both their
+/// first keys and their last keys ascend: the files that overlap
+/// `[start, end)` are one stretch, from the first whose last key is at or
+/// after `start` to the last whose first key is before `end`. Every file
+/// outside it is settled by its key range exactly as [`Source::settle`]
+/// would settle it, without comparing its keys; a file inside it is asked
+/// as usual (its bloom filter may still settle it).
+#[derive(Default)]
+struct OverlappingFiles {
+    /// The run last looked at, and the positions (in the family's tables)
+    /// where its files end and where its overlapping stretch lies.
+    run: Option<u64>,
+    run_end: usize,
+    stretch: std::ops::Range<usize>,
+}
+
+impl OverlappingFiles {
+    /// Whether the file at `table` (a position in `tables`, taken in order)
+    /// may hold keys in `[start, end)`.
+    fn holds(&mut self, tables: &[Arc<TableFile>], table: usize, start: &[u8], end: Option<&[u8]>) -> bool {
+        let Some(file) = tables.get(table) else {
+            return true;
+        };
+        if self.run != Some(file.meta.run) || table >= self.run_end {
+            let files = tables.get(table..).unwrap_or_default();
+            let len = files.iter().take_while(|f| f.meta.run == file.meta.run).count();
+            let files = files.get(..len).unwrap_or_default();
+            let from = files.partition_point(|f| f.meta.last_key.as_slice() < start);
+            let to = end.map_or(len, |end| files.partition_point(|f| f.meta.first_key.as_slice() < end));
+            self.run = Some(file.meta.run);
+            self.run_end = table + len;
+            self.stretch = table + from..table + to.max(from);
+        }
+        self.stretch.contains(&table)
+    }
+}
+
 /// A merged, visibility-filtered walk over one family's key range.
 struct RangeRead {
     merge: MergeIterator,
@@ -573,10 +613,19 @@ impl RangeRead {
         // A scan reads the searched files of one run through one cursor (see
         // `Cursor::over_run`): `run` gathers them until the run changes.
         let mut run: (Option<u64>, Vec<(usize, Arc<TableFile>)>) = (None, Vec::new());
+        let settle_start = row_prefix.filter(|_| probe_tombstones).unwrap_or(start);
+        let mut overlapping = OverlappingFiles::default();
+        let first_table = 1 + fam.frozen.len();
         for (index, source) in sources(fam).enumerate() {
             let mut cost = ReadCost::default();
-            let settle_start = row_prefix.filter(|_| probe_tombstones).unwrap_or(start);
-            let settled = source.settle(settle_start, end_bytes.as_deref(), row_key.as_ref(), &mut cost);
+            let outside = match index.checked_sub(first_table) {
+                Some(table) => !overlapping.holds(&fam.tables, table, settle_start, end_bytes.as_deref()),
+                None => false,
+            };
+            let settled = match outside {
+                true => Settled::KeyRange,
+                false => source.settle(settle_start, end_bytes.as_deref(), row_key.as_ref(), &mut cost),
+            };
             let mut st = SourceTrace::new(source.kind(), settled);
             st.add_cost(&cost);
             let run_id = match source {
@@ -611,8 +660,8 @@ impl RangeRead {
         if !run.1.is_empty() {
             cursors.push(Cursor::over_run(run.1, start, end_bytes)?);
         }
-        if let (true, Some(rp)) = (probe_tombstones, row_prefix) {
-            visibility.preset_row_deletion(rp, row_tombstone);
+        if let Some(rp) = row_prefix {
+            visibility.enter_row(rp, row_tombstone);
         }
         Ok(RangeRead {
             merge: MergeIterator::new(cursors),
@@ -762,7 +811,7 @@ impl RangeRead {
     fn skip_settled_cell(&mut self) -> Result<()> {
         let patience = if self.versions_piled { 0 } else { SEQUENTIAL_SKIPS };
         let mut steps = 0;
-        while self.merge.valid() && key::prefix(self.merge.key()) == self.visibility.cell() {
+        while self.merge.valid() && self.visibility.in_cell(self.merge.key()) {
             if steps == patience && key::successor_into(self.visibility.cell(), &mut self.seek_target) {
                 self.merge.seek(&self.seek_target)?;
                 self.versions_piled = true;

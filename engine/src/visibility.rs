@@ -69,6 +69,8 @@ pub(crate) struct Visibility {
     cell_settled: bool,
     /// Rows started so far (see [`Visibility::rows_started`]).
     rows_started: u64,
+    /// Whether every entry is of the row in `row` (see [`Visibility::enter_row`]).
+    one_row: bool,
 }
 
 impl Visibility {
@@ -87,6 +89,7 @@ impl Visibility {
             last_ts: None,
             cell_settled: false,
             rows_started: 0,
+            one_row: false,
         }
     }
 
@@ -107,12 +110,18 @@ impl Visibility {
         self.cell_settled = false;
     }
 
-    /// Tells the walk about a row deletion found before the stream starts (a
-    /// slice that begins in the middle of a row never meets its row tombstones).
-    pub fn preset_row_deletion(&mut self, row_prefix: &[u8], deletion: Option<(u64, u64)>) {
+    /// Starts the walk of a read of one row, whose key range lies inside the
+    /// row `row_prefix` (encoded): every entry it judges is of that row, so
+    /// no entry is checked for starting a new one, and an entry's cell is
+    /// told from the last one by the bytes past the row alone. `deletion` is
+    /// the row's newest deletion when it was found before the stream starts
+    /// (a slice that begins in the middle of a row never meets its row
+    /// tombstones); a stream from the row's first key meets them itself.
+    pub fn enter_row(&mut self, row_prefix: &[u8], deletion: Option<(u64, u64)>) {
         self.start_row();
         self.row.extend_from_slice(row_prefix);
         self.row_deletion = deletion;
+        self.one_row = true;
     }
 
     /// The verdict on the entry with this internal key, which must come after
@@ -126,7 +135,16 @@ impl Visibility {
     pub fn judge(&mut self, entry_key: &[u8]) -> Option<Verdict> {
         let (ts, seq, kind) = key::suffix(entry_key)?;
         let body = key::prefix(entry_key);
-        if body != self.cell.as_slice() {
+        if self.one_row {
+            // Every key starts with the row (the read's range lies inside
+            // it): only the bytes past it can differ. A key too short to
+            // hold more than the row is no entry of it.
+            let past_row = body.get(self.row.len()..)?;
+            if self.cell.get(self.row.len()..) != Some(past_row) {
+                self.start_cell();
+                self.cell.extend_from_slice(body);
+            }
+        } else if body != self.cell.as_slice() {
             // A new cell; a new row too unless it starts with the row's prefix
             // (which ends with a terminator that no row or column contains).
             if self.row.is_empty() || !body.starts_with(&self.row) {
@@ -137,6 +155,18 @@ impl Visibility {
             self.cell.extend_from_slice(body);
         }
         Some(self.judge_entry(ts, seq, kind))
+    }
+
+    /// Whether `entry_key` is of the current cell (for a read skipping the
+    /// rest of a settled cell): in a read of one row, by the bytes past the
+    /// row alone.
+    pub fn in_cell(&self, entry_key: &[u8]) -> bool {
+        let body = key::prefix(entry_key);
+        let skip = if self.one_row { self.row.len() } else { 0 };
+        match (body.get(skip..), self.cell.get(skip..)) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
     }
 
     /// The verdict on an entry of the current cell (or, for a row tombstone,
@@ -198,7 +228,7 @@ impl Visibility {
     }
 
     /// How many rows the walk has started: it moves exactly when an entry
-    /// (or [`Visibility::preset_row_deletion`]) starts a row, so a reader
+    /// (or [`Visibility::enter_row`]) starts a row, so a reader
     /// tells whether two entries are of one row without comparing keys.
     pub fn rows_started(&self) -> u64 {
         self.rows_started
@@ -218,6 +248,7 @@ impl Visibility {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use Verdict::{Deletion, Hidden, Unwritten, Visible};
 
     fn k(row: &str, col: &str, ts: u64, seq: u64, kind: Kind) -> Vec<u8> {
@@ -333,13 +364,41 @@ mod tests {
     #[test]
     fn a_row_deletion_found_before_the_stream_hides_the_row_it_names() {
         let mut rule = Visibility::new(u64::MAX, 1, 0);
-        rule.preset_row_deletion(&key::row_prefix(b"r"), Some((10, 5)));
+        rule.enter_row(&key::row_prefix(b"r"), Some((10, 5)));
         let stream = [
             k("r", "m", 9, 1, Kind::Put),
+            k("r", "m", 8, 0, Kind::Put),
             k("r", "n", 11, 6, Kind::Put),
-            k("s", "a", 1, 2, Kind::Put),
         ];
-        assert_eq!(verdicts(&mut rule, &stream), [Hidden, Visible, Visible]);
+        assert_eq!(verdicts(&mut rule, &stream), [Hidden, Hidden, Visible]);
+        assert_eq!(rule.rows_started(), 1);
+    }
+
+    #[test]
+    fn a_read_of_one_row_meets_the_row_deletions_in_its_stream() {
+        let mut rule = Visibility::new(u64::MAX, 1, 0);
+        rule.enter_row(&key::row_prefix(b"r"), None);
+        let stream = [
+            k("r", "", 10, 5, Kind::DeleteRow),
+            k("r", "", 4, 2, Kind::DeleteRow),
+            k("r", "", 11, 7, Kind::Put),
+            k("r", "m", 9, 1, Kind::Put),
+        ];
+        assert_eq!(verdicts(&mut rule, &stream), [Deletion, Hidden, Visible, Hidden]);
+        assert_eq!(rule.rows_started(), 1);
+    }
+
+    #[test]
+    fn a_key_too_short_to_hold_more_than_the_row_gets_no_verdict_in_a_read_of_one_row() {
+        let mut rule = Visibility::new(u64::MAX, 1, 0);
+        let row = key::row_prefix(b"row");
+        rule.enter_row(&row, None);
+        // The row's prefix, then a suffix: no room for a column.
+        let sound = k("row", "c", 9, 1, Kind::Put);
+        let short = [&row[..row.len() - 1], &sound[sound.len() - key::SUFFIX_LEN..]].concat();
+        assert_eq!(rule.judge(&short), None);
+        assert!(!rule.in_cell(&short));
+        assert_eq!(rule.judge(&sound), Some(Visible));
     }
 
     #[test]
@@ -393,5 +452,77 @@ mod tests {
         assert_eq!(decide(Some((140, 2)), (150, 1, Kind::Put)), Visible);
         assert_eq!(decide(None, (150, 1, Kind::DeleteCell)), Deletion);
         assert_eq!(decide(None, (99, 1, Kind::Put)), Hidden, "expired");
+    }
+
+    /// A row, a column or a row tombstone's place (`None`), ts and seq.
+    type Entry = (Vec<u8>, Option<Vec<u8>>, u64, u64);
+
+    fn part() -> impl Strategy<Value = Vec<u8>> {
+        // Zero bytes (escaped), `01` (half a terminator), `FF`, and short
+        // parts, so rows and columns are often prefixes of each other.
+        proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(0xFFu8), Just(b'a')], 0..4)
+    }
+
+    fn entry() -> impl Strategy<Value = Entry> {
+        (part(), proptest::option::of(part()), 0..4u64, 0..6u64)
+    }
+
+    fn encoded(e: &Entry) -> Vec<u8> {
+        match &e.1 {
+            Some(column) => key::encode(
+                &e.0,
+                column,
+                e.2,
+                e.3,
+                if e.3 % 3 == 0 { Kind::DeleteCell } else { Kind::Put },
+            ),
+            None => key::encode(&e.0, b"", e.2, e.3, Kind::DeleteRow),
+        }
+    }
+
+    proptest! {
+        /// The premise of a read of one row: the keys in `[row prefix, its
+        /// successor)` are exactly the keys of that row, even where rows
+        /// are prefixes of each other or hold zero and `FF` bytes.
+        #[test]
+        fn the_keys_between_a_row_prefix_and_its_successor_are_the_rows_keys(row in part(), e in entry()) {
+            let prefix = key::row_prefix(&row);
+            let end = key::prefix_successor(&prefix);
+            let k = encoded(&e);
+            let inside = k >= prefix && end.as_ref().is_none_or(|end| k < *end);
+            prop_assert_eq!(inside, e.0 == row);
+        }
+
+        /// A read of one row tells cells apart by the bytes past the row
+        /// alone: its verdicts, settled cells and cell membership are those
+        /// of the rule that compares whole keys.
+        #[test]
+        fn a_read_of_one_row_judges_as_the_whole_key_rule_does(
+            row in part(),
+            entries in proptest::collection::vec(entry(), 0..24),
+            upto in 0..6u64,
+            versions in 1..3u32,
+            deletion in proptest::option::of((0..4u64, 0..6u64)),
+        ) {
+            let mut stream: Vec<Vec<u8>> = entries.into_iter().map(|mut e| { e.0 = row.clone(); encoded(&e) }).collect();
+            stream.sort();
+            stream.dedup();
+            let prefix = key::row_prefix(&row);
+            let mut whole = Visibility::new(upto, versions, 1);
+            let mut one_row = Visibility::new(upto, versions, 1);
+            // A stream that may start in the middle of the row, after a
+            // deletion found before it (the general rule's preset).
+            whole.start_row();
+            whole.row.extend_from_slice(&prefix);
+            whole.row_deletion = deletion;
+            one_row.enter_row(&prefix, deletion);
+            for entry in &stream {
+                prop_assert_eq!(one_row.in_cell(entry), whole.in_cell(entry));
+                prop_assert_eq!(one_row.judge(entry), whole.judge(entry));
+                prop_assert_eq!(one_row.cell_settled(), whole.cell_settled());
+                prop_assert_eq!(one_row.cell(), whole.cell());
+                prop_assert_eq!(one_row.rows_started(), whole.rows_started());
+            }
+        }
     }
 }
