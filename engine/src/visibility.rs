@@ -474,7 +474,11 @@ mod tests {
                 column,
                 e.2,
                 e.3,
-                if e.3 % 3 == 0 { Kind::DeleteCell } else { Kind::Put },
+                if e.3.is_multiple_of(3) {
+                    Kind::DeleteCell
+                } else {
+                    Kind::Put
+                },
             ),
             None => key::encode(&e.0, b"", e.2, e.3, Kind::DeleteRow),
         }
