@@ -234,6 +234,30 @@ mod tests {
     }
 
     #[test]
+    fn a_seek_moves_only_the_cursors_before_its_target_and_each_counts_where_it_lands() -> Result<()> {
+        let a = memtable(&[(1, 1), (2, 2), (3, 3), (9, 4)]);
+        let b = memtable(&[(5, 5), (6, 6)]);
+        let c = memtable(&[(2, 7), (8, 8)]);
+        let d = memtable(&[(7, 9)]);
+        let cursors = vec![
+            source(&a).cursor(b"", None)?,
+            source(&b).cursor(b"", None)?,
+            source(&c).cursor(b"", None)?,
+            source(&d).cursor(b"", None)?,
+        ];
+        let mut merge = MergeIterator::new(cursors);
+        merge.seek(&key::row_prefix(&[6]))?;
+        let rows = drain(&mut merge)?;
+        assert_eq!(rows, vec![6, 7, 8, 9]);
+        // Each cursor counts its first entry and, if it moved, the one its
+        // seek landed on (`a` searched past 2 and 3, `c` stepped to 8); `d`
+        // was already past the target and did not move.
+        let examined: Vec<u64> = merge.cursors().iter().map(Cursor::examined).collect();
+        assert_eq!(examined, vec![2, 2, 2, 1]);
+        Ok(())
+    }
+
+    #[test]
     fn the_top_stays_on_top_while_it_is_before_its_smaller_child_and_yields_when_not() -> Result<()> {
         // Runs of two from each source in turn, one source ending first: the
         // top stays for a step, then hands over, over and over.

@@ -997,6 +997,58 @@ mod tests {
     }
 
     #[test]
+    fn a_row_read_settles_by_key_range_exactly_the_files_of_a_run_outside_its_row() -> crate::Result<()> {
+        use crate::trace::{Settled, SourceKind};
+        use crate::{ColumnRange, FamilyOptions};
+        let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
+        let family = FamilyOptions::default().target_file_entries(4).compaction_trigger(0);
+        let store = Store::open(dir.path(), StoreOptions::default().family_with("f", family))?;
+        // Rows `r0`..`r9` of three cells each, compacted into one run of
+        // files cut after four entries (at the end of the row: two rows a file).
+        for row in 0..10 {
+            for column in ["a", "b", "c"] {
+                store.put("f", format!("r{row}"), column, "v")?;
+            }
+        }
+        store.flush()?;
+        store.compact("f")?;
+        let snapshot = store.snapshot();
+        let fam = snapshot.family("f")?;
+        let runs: Vec<u64> = fam.tables.iter().map(|t| t.meta.run).collect();
+        assert_eq!((runs.len(), runs.iter().all(|&r| Some(&r) == runs.first())), (5, true));
+        // Every file's settlement, as comparing its own key range says.
+        let by_range = |row: &str| -> Vec<(u64, bool)> {
+            let prefix = crate::key::row_prefix(row.as_bytes());
+            let end = crate::key::prefix_successor(&prefix).unwrap_or_default();
+            let overlaps = |t: &crate::version::TableFile| t.meta.last_key >= prefix && t.meta.first_key < end;
+            fam.tables.iter().map(|t| (t.meta.file_id, !overlaps(t))).collect()
+        };
+        let traced = |trace: crate::Trace| -> Vec<(u64, bool)> {
+            trace
+                .sources
+                .iter()
+                .filter_map(|s| match s.source {
+                    SourceKind::Table { file_id, .. } => Some((file_id, s.settled == Settled::KeyRange)),
+                    _ => None,
+                })
+                .collect()
+        };
+        // Rows before, inside and after the run; a row's prefix ("r") and the
+        // first and last rows of files.
+        for row in ["a", "r", "r0", "r1", "r3", "r4", "r9", "s"] {
+            let expected = by_range(row);
+            let (_, whole) = store.get_row_traced("f", row)?;
+            let (_, slice) = store.slice_traced("f", row, &ColumnRange::starting_at("b"))?;
+            assert_eq!(
+                (traced(whole), traced(slice)),
+                (expected.clone(), expected),
+                "row {row}"
+            );
+        }
+        Ok(())
+    }
+
+    #[test]
     fn visiting_a_row_lends_exactly_the_cells_get_row_returns() -> crate::Result<()> {
         let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
         let store = store_of_tables_and_memtable(dir.path())?;
