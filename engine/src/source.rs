@@ -207,7 +207,7 @@ impl Reader {
             Reader::Mem(memtable) => CursorInner::Mem(MemtableCursor::seek(memtable, start)),
             Reader::Table(mut iter) => {
                 // No block past the range's end is read to learn that it ended.
-                iter.set_upper_bound(end.as_deref());
+                iter.set_upper_bound(end.clone());
                 iter.seek(start)?;
                 CursorInner::Table(iter)
             }
@@ -284,7 +284,7 @@ impl RunFiles {
         let Some((_, first)) = files.first() else {
             return Err(Error::InvalidArgument("a run cursor needs a file".into()));
         };
-        let iter = Self::open_file(first, start, end.as_deref())?;
+        let iter = Self::open_file(first, start, end.as_ref())?;
         Ok(RunFiles {
             files,
             at: 0,
@@ -296,9 +296,9 @@ impl RunFiles {
     }
 
     /// An iterator on `file` at `target`, bounded by `end`.
-    fn open_file(file: &TableFile, target: &[u8], end: Option<&[u8]>) -> Result<Box<TableIter>> {
+    fn open_file(file: &TableFile, target: &[u8], end: Option<&Bytes>) -> Result<Box<TableIter>> {
         let mut iter = Box::new(file.table.iter());
-        iter.set_upper_bound(end);
+        iter.set_upper_bound(end.cloned());
         iter.seek(target)?;
         Ok(iter)
     }
@@ -316,7 +316,7 @@ impl RunFiles {
             let Some((at, (_, file))) = next else {
                 return Ok(());
             };
-            let iter = Self::open_file(file, target, self.end.as_deref())?;
+            let iter = Self::open_file(file, target, self.end.as_ref())?;
             let finished = std::mem::replace(&mut self.iter, iter);
             if let Some((source, _)) = self.files.get(self.at) {
                 self.left

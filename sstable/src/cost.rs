@@ -54,30 +54,50 @@ pub struct ReadCost {
 /// A set of page numbers kept as sorted, disjoint, non-adjacent inclusive
 /// ranges. A point read is one range and a forward scan keeps extending its
 /// last one, so the set stays a few numbers however many blocks are read.
+///
+/// The highest range is kept apart from the others: a read of one block, or
+/// of blocks in file order, touches only it, and a cursor opened for one row
+/// allocates nothing to count its pages.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct PageSet {
-    ranges: Vec<(u64, u64)>,
+    /// The highest range (`None` for an empty set).
+    last: Option<(u64, u64)>,
+    /// The ranges below `last`, in order.
+    below: Vec<(u64, u64)>,
 }
 
 impl PageSet {
     fn len(&self) -> u64 {
-        self.ranges.iter().map(|&(a, b)| b - a + 1).sum()
+        self.ranges().map(|(a, b)| b - a + 1).sum()
+    }
+
+    /// Every range, in order.
+    fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.below.iter().copied().chain(self.last)
     }
 
     fn insert(&mut self, first: u64, last: u64) {
         // Fast path: a forward walk extends (or repeats) the last range.
-        if let Some(end) = self.ranges.last_mut() {
-            if first >= end.0 && first <= end.1.saturating_add(1) {
+        match &mut self.last {
+            None => {
+                self.last = Some((first, last));
+                return;
+            }
+            Some(end) if first >= end.0 && first <= end.1.saturating_add(1) => {
                 end.1 = end.1.max(last);
                 return;
             }
+            Some(_) => {}
         }
-        // General case: insert, then merge every range the new one touches.
-        let at = self.ranges.partition_point(|&(_, b)| b.saturating_add(1) < first);
+        // General case: insert among all the ranges, merge every range the new
+        // one touches, then set the highest apart again.
+        let mut ranges = std::mem::take(&mut self.below);
+        ranges.extend(self.last.take());
+        let at = ranges.partition_point(|&(_, b)| b.saturating_add(1) < first);
         let mut lo = first;
         let mut hi = last;
         let mut end = at;
-        while let Some(&(a, b)) = self.ranges.get(end) {
+        while let Some(&(a, b)) = ranges.get(end) {
             if a > hi.saturating_add(1) {
                 break;
             }
@@ -85,7 +105,9 @@ impl PageSet {
             hi = hi.max(b);
             end += 1;
         }
-        self.ranges.splice(at..end, [(lo, hi)]);
+        ranges.splice(at..end, [(lo, hi)]);
+        self.last = ranges.pop();
+        self.below = ranges;
     }
 }
 
@@ -112,7 +134,7 @@ impl ReadCost {
         self.index_lookups += other.index_lookups;
         self.filter_checks += other.filter_checks;
         self.filter_negatives += other.filter_negatives;
-        for &(first, last) in &other.pages.ranges {
+        for (first, last) in other.pages.ranges() {
             self.pages.insert(first, last);
         }
     }
@@ -183,7 +205,8 @@ mod tests {
                 model.extend(first..=first + extra);
             }
             proptest::prop_assert_eq!(cost.pages_touched(), model.len() as u64);
-            for pair in cost.pages.ranges.windows(2) {
+            let ranges: Vec<_> = cost.pages.ranges().collect();
+            for pair in ranges.windows(2) {
                 proptest::prop_assert!(pair[0].1 + 1 < pair[1].0, "ranges sorted, disjoint, not adjacent");
             }
         }
@@ -197,7 +220,7 @@ mod tests {
         }
         // Distinct pages: 0, 1, 2, 3, 4, 5, 9, 20.
         assert_eq!(cost.pages_touched(), 8);
-        assert_eq!(cost.pages.ranges, vec![(0, 5), (9, 9), (20, 20)]);
+        assert_eq!(cost.pages.ranges().collect::<Vec<_>>(), [(0, 5), (9, 9), (20, 20)]);
     }
 
     #[test]

@@ -142,6 +142,36 @@ impl Block {
     /// [`Block::new`] for a block built in `encoding` (a key trailer of more
     /// than [`MAX_TRAILER_WORDS`] is [`Error::Corruption`]).
     pub fn with_encoding(contents: Bytes, encoding: KeyEncoding, file: Arc<Path>, offset: u64) -> Result<Block> {
+        Block::open(contents, encoding, file, offset, true)
+    }
+
+    /// [`Block::with_encoding`] for the same bytes again: a block of an
+    /// immutable file that this process already wrapped once with
+    /// [`Block::with_encoding`], all its restart offsets checked then. It
+    /// reads the restart count and the first key's trailer (the restart
+    /// count is bounds-checked still) but does not walk the restart array
+    /// again: a seek that loads the block reads only the restart offsets its
+    /// binary search visits. Every offset is still bounds-checked where it is
+    /// used, so even bytes that changed under the map could cause an error,
+    /// never a panic.
+    pub(crate) fn checked_before(
+        contents: Bytes,
+        encoding: KeyEncoding,
+        file: Arc<Path>,
+        offset: u64,
+    ) -> Result<Block> {
+        Block::open(contents, encoding, file, offset, false)
+    }
+
+    /// Wraps `contents` after checking its restart count and, with
+    /// `check_restarts`, every restart offset.
+    fn open(
+        contents: Bytes,
+        encoding: KeyEncoding,
+        file: Arc<Path>,
+        offset: u64,
+        check_restarts: bool,
+    ) -> Result<Block> {
         let len = contents.len();
         let trailer_words = encoding.trailer_words;
         let mut block = Block {
@@ -178,20 +208,8 @@ impl Block {
         if count == 0 && block.entries_end > 0 {
             return Err(block.corruption(block.entries_end, "entries but no restart points".into()));
         }
-        let mut previous: Option<usize> = None;
-        for i in 0..block.num_restarts {
-            let restart = block.restart_offset(i)?;
-            let in_order = match previous {
-                None => restart == 0,
-                Some(p) => restart > p,
-            };
-            if !in_order || restart >= block.entries_end {
-                return Err(block.corruption(
-                    block.entries_end + i * U32_LEN,
-                    format!("restart point {i} at {restart} is out of order or past the entries"),
-                ));
-            }
-            previous = Some(restart);
+        if check_restarts {
+            block.check_restart_offsets()?;
         }
         if block.trailer_words > 0 && block.entries_end > 0 {
             if let StoredTrailer::Whole(trailer) = block.decode_entry(0)?.trailer {
@@ -200,6 +218,27 @@ impl Block {
             }
         }
         Ok(block)
+    }
+
+    /// Checks that the restart offsets start at 0, increase and point inside
+    /// the entries: a seek's binary search over them is right only then.
+    fn check_restart_offsets(&self) -> Result<()> {
+        let mut previous: Option<usize> = None;
+        for i in 0..self.num_restarts {
+            let restart = self.restart_offset(i)?;
+            let in_order = match previous {
+                None => restart == 0,
+                Some(p) => restart > p,
+            };
+            if !in_order || restart >= self.entries_end {
+                return Err(self.corruption(
+                    self.entries_end + i * U32_LEN,
+                    format!("restart point {i} at {restart} is out of order or past the entries"),
+                ));
+            }
+            previous = Some(restart);
+        }
+        Ok(())
     }
 
     /// An iterator over this block's entries (not yet positioned: call
