@@ -60,10 +60,11 @@ pub enum Error {
     /// A family declared twice.
     #[error("column family {0:?} already exists")]
     FamilyExists(String),
-    /// A row, column or value longer than the documented limit.
+    /// A row, column or value longer than the documented limit, or a write
+    /// batch too large for one log record (256 MiB encoded).
     #[error("{what} is {len} bytes, over the limit of {limit}")]
     TooLarge {
-        /// `"row"`, `"column"` or `"value"`.
+        /// `"row"`, `"column"`, `"value"` or `"write batch"`.
         what: &'static str,
         /// Its length.
         len: usize,

@@ -596,6 +596,44 @@ fn oversized_row_column_or_value_is_too_large_and_the_limits_themselves_are_acce
     Ok(())
 }
 
+/// A batch is one log record, and a record holds at most 256 MiB: a batch of
+/// values each within the limit may still not fit. It is refused as too
+/// large, like an oversized value, and the store goes on taking writes (it
+/// was once taken for a failed log write, which stops the store).
+#[test]
+fn a_batch_too_large_for_one_log_record_is_refused_and_the_store_goes_on() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(dir.path(), StoreOptions::default().family("a"))?;
+    let value = vec![b'v'; MAX_VALUE_BYTES];
+    let mut batch = WriteBatch::new();
+    for i in 0..17 {
+        batch.put("a", format!("r{i:02}"), "c", &value);
+    }
+    let refused = store.write(&batch);
+    drop(batch);
+    assert!(
+        matches!(
+            refused,
+            Err(Error::TooLarge {
+                what: "write batch",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(store.get("a", "r00", "c")?, None, "a refused batch applies nothing");
+    store.put("a", "after", "c", "v")?;
+    drop(store);
+    let store = Store::open(dir.path(), StoreOptions::default())?;
+    assert_eq!(
+        store.scan("a", &RowRange::all())?.count(),
+        1,
+        "nor does it reach the log"
+    );
+    assert!(store.get("a", "after", "c")?.is_some());
+    Ok(())
+}
+
 // ------------------------------------------------------------- log trimming
 
 /// One write to family `idle`, then 4,000 puts of ~150 bytes to `busy` (1,000

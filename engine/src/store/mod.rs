@@ -364,7 +364,8 @@ impl Store {
     }
 
     /// Applies a batch atomically: one log record, consecutive sequence numbers,
-    /// visible to readers all at once.
+    /// visible to readers all at once. A batch whose record would pass 256 MiB
+    /// is refused whole ([`Error::TooLarge`], `"write batch"`).
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
         self.inner.write(&batch.op_refs())
     }

@@ -109,6 +109,19 @@ impl Inner {
         for (op, &(id, ts)) in ops.iter().zip(&w.resolved) {
             batch::encode_op(id, op.kind, ts, op.row, op.column, op.value, &mut w.buf);
         }
+        // A batch is one log record. A batch of operations each within its
+        // limit may still be too large for one: that is the caller's input,
+        // refused before anything is written, not a failed log write (which
+        // stops the store). Its buffer is not kept at that size.
+        if w.buf.len() > crate::log::MAX_RECORD {
+            let len = w.buf.len();
+            w.buf = Vec::new();
+            return Err(Error::TooLarge {
+                what: "write batch",
+                len,
+                limit: crate::log::MAX_RECORD,
+            });
+        }
         let written = match w.log.append(&w.buf) {
             Ok(n) => n,
             Err(e) => {
