@@ -313,7 +313,7 @@ impl FamilyOptions {
 
     /// Cells with a timestamp below this have expired at time `now_ms` (0 = no TTL).
     pub(crate) fn expire_before(&self, now_ms: u64) -> u64 {
-        self.ttl.map_or(0, |ttl| now_ms.saturating_sub(ttl.as_millis() as u64))
+        self.ttl.map_or(0, |ttl| now_ms.saturating_sub(ttl_millis(ttl)))
     }
 
     pub(crate) fn validate(&self) -> Result<()> {
@@ -363,7 +363,7 @@ impl FamilyOptions {
         };
         let mut out = vec![version];
         out.extend_from_slice(&self.max_versions.to_le_bytes());
-        out.extend_from_slice(&self.ttl.map_or(u64::MAX, |t| t.as_millis() as u64).to_le_bytes());
+        out.extend_from_slice(&self.ttl.map_or(u64::MAX, ttl_millis).to_le_bytes());
         out.extend_from_slice(&(self.block_size as u64).to_le_bytes());
         out.extend_from_slice(&self.bloom_bits_per_key.to_le_bytes());
         out.extend_from_slice(&(self.memtable_max_bytes as u64).to_le_bytes());
@@ -466,6 +466,15 @@ impl Reader<'_> {
     fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take()?))
     }
+}
+
+/// A TTL in milliseconds, saturating: a TTL longer than `u64::MAX`
+/// milliseconds (half a billion years) is that, which expires nothing, as
+/// no TTL does; its millisecond count was once cut to its low 64 bits, so
+/// such a TTL could come out as a millisecond and expire everything. In
+/// the manifest `u64::MAX` stands for "no TTL", and means the same.
+fn ttl_millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Checks a family name: `[a-z0-9_]{1,64}`. A name is never a path, so it cannot

@@ -121,6 +121,10 @@ enum Op {
     Reopen,
     Wait,
     TakeSnapshot,
+    /// `alter_family` to leveled (true) or size-tiered compaction, with
+    /// other block sizes and compression: files written one way are then
+    /// compacted the other.
+    Alter(usize, bool),
     /// Check one more slice of one row and one more scan, on the store and every snapshot.
     Ranges(usize, usize, Bounds, Bounds),
 }
@@ -164,6 +168,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => Just(Op::Reopen),
         1 => Just(Op::Wait),
         1 => Just(Op::TakeSnapshot),
+        1 => (0..FAMILIES.len(), any::<bool>()).prop_map(|(f, leveled)| Op::Alter(f, leveled)),
         2 => (0..FAMILIES.len(), 0..ROWS.len(), bounds_strategy(), bounds_strategy())
             .prop_map(|(f, r, a, b)| Op::Ranges(f, r, a, b)),
     ]
@@ -172,12 +177,15 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 // ---------------------------------------------------------------------- model
 
 type EntryKey = (usize, usize, Option<usize>);
+/// Every write at one key: `(timestamp, sequence) -> Some(value)` for a put,
+/// `None` for a tombstone.
+type History = BTreeMap<(u64, u64), Option<Vec<u8>>>;
 /// (column, timestamp, value)
 type Expected = (Vec<u8>, u64, Vec<u8>);
 
 #[derive(Default)]
 struct Model {
-    writes: BTreeMap<EntryKey, BTreeMap<(u64, u64), Option<Vec<u8>>>>,
+    writes: BTreeMap<EntryKey, History>,
     next_seq: u64,
 }
 
@@ -548,6 +556,22 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 let snap = s.snapshot();
                 prop_assert_eq!(snap.sequence(), model.next_seq, "snapshot sequence");
                 snapshots.push((snap, model.next_seq));
+            }
+            Op::Alter(f, leveled) => {
+                let options = family_options(*f);
+                let options = if *leveled {
+                    options
+                        .compaction(Compaction::Leveled {
+                            base_bytes: 200,
+                            multiplier: 3,
+                        })
+                        .block_size(96)
+                } else {
+                    options
+                        .compaction(Compaction::SizeTiered)
+                        .compression(Compression::Zstd { level: 1 })
+                };
+                s.alter_family(FAMILIES[*f], options).map_err(fail)?;
             }
             Op::Ranges(f, r, a, b) => extra = Some((*f, *r, a, b)),
         }
