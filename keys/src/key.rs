@@ -108,18 +108,21 @@ impl TimeForm {
                 return None;
             }
             out.push(self.encode(ts).ok()?);
-            // The first millisecond of the next bucket.
-            ts = match self {
-                TimeForm::HourBucket => (ts / encoding::HOUR_MS + 1) * encoding::HOUR_MS,
-                TimeForm::DayBucket => (ts / encoding::DAY_MS + 1) * encoding::DAY_MS,
+            // The first millisecond of the next bucket; none past `u64::MAX`.
+            let next = match self {
+                TimeForm::HourBucket => (ts / encoding::HOUR_MS + 1).checked_mul(encoding::HOUR_MS),
+                TimeForm::DayBucket => (ts / encoding::DAY_MS + 1).checked_mul(encoding::DAY_MS),
                 _ => {
                     let (y, m, _) = encoding::civil_from_days((ts / encoding::DAY_MS) as i64);
                     let (y, m) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
-                    u64::try_from(encoding::days_from_civil(y, m, 1)).ok()? * encoding::DAY_MS
+                    u64::try_from(encoding::days_from_civil(y, m, 1))
+                        .ok()?
+                        .checked_mul(encoding::DAY_MS)
                 }
             };
-            if ts > last {
-                return Some(out);
+            match next {
+                Some(next) if next <= last => ts = next,
+                _ => return Some(out),
             }
         }
     }

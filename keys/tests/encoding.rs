@@ -125,3 +125,16 @@ fn prefix_successor_is_the_end_of_a_prefix_scan() {
     assert_eq!(prefix_successor(&[b'a', 0xFF]), Some(b"b".to_vec()));
     assert_eq!(prefix_successor(&[0xFF, 0xFF]), None);
 }
+
+/// The last buckets before `u64::MAX`: the next bucket's first millisecond
+/// is past the end of time, so the walk ends there (it once wrapped around
+/// to 1970 and piled up buckets until it gave up, and panicked in a debug
+/// build).
+#[test]
+fn buckets_at_the_end_of_u64_time_end_there() {
+    use cellar_keys::key::TimeForm;
+    for form in [TimeForm::HourBucket, TimeForm::DayBucket, TimeForm::MonthBucket] {
+        let buckets = form.buckets_between(u64::MAX - 5, u64::MAX, 10);
+        assert_eq!(buckets, form.encode(u64::MAX - 5).ok().map(|b| vec![b]), "{form:?}");
+    }
+}
