@@ -32,21 +32,21 @@ fn cells_expire_on_the_clock_in_memtables_tables_and_compactions_and_a_snapshot_
 fn expire_on_the_clock(compaction: Compaction) -> TestResult {
     let dir = tempfile::tempdir()?;
     let options = FamilyOptions::default()
-        .ttl(Duration::from_millis(600))
+        .ttl(Duration::from_millis(1000))
         .max_versions(3)
         .compaction(compaction);
     let store = Store::open(dir.path(), StoreOptions::default().family_with("t", options))?;
     let t0 = now_ms()?;
     store.put("t", "r", "a", "now")?;
     store.put_at("t", "r", "b", t0 + 3_600_000, "in an hour")?;
-    store.put_at("t", "r", "c", t0 - 400, "expires in 200 ms")?;
+    store.put_at("t", "r", "c", t0 - 600, "expires in 400 ms")?;
     store.put_at("t", "r2", "a", t0 - 5000, "expired")?;
     assert_eq!(store.get("t", "r2", "a")?, None);
     assert_eq!(store.get_row("t", "r")?.len(), 3);
     let before = store.snapshot();
     store.flush()?;
 
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(500));
     assert_eq!(store.get("t", "r", "c")?, None, "c has expired");
     assert_eq!(store.versions("t", "r", "c")?, vec![]);
     assert_eq!(store.get_row("t", "r")?.len(), 2);
@@ -59,7 +59,7 @@ fn expire_on_the_clock(compaction: Compaction) -> TestResult {
     );
     assert_eq!(store.get_row("t", "r")?.len(), 2);
 
-    std::thread::sleep(Duration::from_millis(400));
+    std::thread::sleep(Duration::from_millis(600));
     assert_eq!(store.get("t", "r", "a")?, None, "a has expired");
     let rows: Vec<_> = store.scan("t", &RowRange::all())?.collect::<Result<_, _>>()?;
     assert_eq!(rows.len(), 1);
