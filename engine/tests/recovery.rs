@@ -596,6 +596,29 @@ fn oversized_row_column_or_value_is_too_large_and_the_limits_themselves_are_acce
     Ok(())
 }
 
+/// `SyncPolicy::Interval` with a period too long to add to the clock (say
+/// `Duration::MAX`, "as good as never") never comes due: writes go on, and a
+/// clean close still syncs them. (The sync's due time was once computed
+/// with `Instant + Duration`, which panics on overflow: the first write
+/// panicked.)
+#[test]
+fn a_sync_interval_too_long_to_add_to_the_clock_never_comes_due_and_writes_go_on() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let options = || {
+        StoreOptions::default()
+            .family("a")
+            .sync(SyncPolicy::Interval(std::time::Duration::MAX))
+    };
+    let store = Store::open(dir.path(), options())?;
+    for i in 0..3 {
+        store.put("a", format!("r{i}"), "c", "v")?;
+    }
+    drop(store);
+    let store = Store::open(dir.path(), options())?;
+    assert_eq!(store.scan("a", &RowRange::all())?.count(), 3);
+    Ok(())
+}
+
 /// A batch is one log record, and a record holds at most 256 MiB: a batch of
 /// values each within the limit may still not fit. It is refused as too
 /// large, like an oversized value, and the store goes on taking writes (it

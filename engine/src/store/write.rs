@@ -140,7 +140,10 @@ impl Inner {
             } else if !w.unsynced {
                 w.unsynced = true;
                 let mut bg = self.background.lock();
-                bg.sync_at = Some(w.last_sync + every);
+                // A period too long to add to the clock never comes due
+                // (`Instant + Duration` would panic): no timed sync, and a
+                // close still syncs.
+                bg.sync_at = w.last_sync.checked_add(every);
                 self.wake.notify_all();
             }
         }
