@@ -79,7 +79,8 @@ pub struct FileShape<'a> {
     pub file_id: u64,
     /// The run it belongs to.
     pub run: u64,
-    /// Its level (always 0 in a size-tiered family).
+    /// Its level (0 in a family that was always size-tiered; one altered
+    /// from leveled keeps its levels).
     pub level: u32,
     /// Bytes on disk.
     pub size: u64,
@@ -145,19 +146,37 @@ fn runs<'f, 'a>(files: &'f [FileShape<'a>]) -> Vec<&'f [FileShape<'a>]> {
 }
 
 /// Size-tiered: the first group of similar neighbouring runs (see
-/// [`tier`]) merged into one run, bottommost if it includes the oldest.
+/// [`tier`]) merged into one run at the level of the newest, bottommost if
+/// it includes the oldest.
 fn choose_tiered(files: &[FileShape<'_>], trigger: usize) -> Option<Choice> {
     let runs = runs(files);
     let sizes: Vec<u64> = runs.iter().map(|r| r.iter().map(|f| f.size).sum()).collect();
     let range = tier(&sizes, trigger)?;
+    let group = runs.get(range.clone())?;
+    // The output takes the place of its newest input, at the smallest level
+    // among the inputs (0 in a family that was always size-tiered; a level
+    // below in one altered from leveled, which keeps its levels). Files are
+    // read level by level, level 0 by age (`FamilyVersion::order_tables`),
+    // and that order must stay newest first for every row:
+    // 1. The runs before the group hold newer entries, and stay before the
+    //    output: they are at a smaller level, or at level 0 with newer
+    //    entries than the output's newest.
+    // 2. The runs after the group hold older entries, and stay after it: at
+    //    a larger level, or at level 0 with older entries.
+    // 3. A level below 0 is one run of files with disjoint rows. The inputs
+    //    are whole runs, so the output's level held only inputs, and the
+    //    output (cut where rows end) is that level's one run.
+    // Written at level 0, a merge of levels 4 and 5 was read before level
+    // 3, which holds newer entries of the same rows, and every rule that
+    // trusts the order went wrong: back to leveled, level 3 moved down into
+    // level 6 by a bottommost merge, which dropped a deletion whose cell's
+    // older value that output still held, and the cell came back.
+    let level = group.iter().filter_map(|r| r.first()).map(|f| f.level).min()?;
     Some(Choice::Merge {
-        inputs: runs
-            .get(range.clone())?
-            .iter()
-            .flat_map(|r| r.iter().map(|f| f.file_id))
-            .collect(),
-        level: 0,
+        inputs: group.iter().flat_map(|r| r.iter().map(|f| f.file_id)).collect(),
+        level,
         run: None,
+        // Nothing after the group, so no older entry of its rows outside it.
         bottommost: range.end == runs.len(),
     })
 }
@@ -454,6 +473,61 @@ mod tests {
         );
         assert_eq!(choose(&files[..2], &options), None);
         assert_eq!(choose(&files, &options.compaction_trigger(0)), None);
+    }
+
+    #[test]
+    fn size_tiered_output_takes_the_level_of_its_newest_input() {
+        // A leveled family altered to size-tiered keeps its levels: level 3 (1 MiB) is
+        // too small to join levels 4 and 5 (20 and 22 MiB), which merge, and holds newer
+        // entries of their rows. At level 0 the output would be read before level 3, and
+        // a later merge of level 3 into the last level would count as bottommost and drop
+        // deletions that hide the output's entries; at level 4 it stays behind level 3.
+        let files = [
+            file(30, 3, 3, 1, "a", "z"),
+            file(40, 4, 4, 10, "a", "m"),
+            file(41, 4, 4, 10, "n", "z"),
+            file(50, 5, 5, 22, "a", "z"),
+            file(60, 6, 6, 500, "a", "z"),
+        ];
+        let options = FamilyOptions::default()
+            .compaction(Compaction::SizeTiered)
+            .compaction_trigger(2);
+        assert_eq!(
+            choose(&files, &options),
+            Some(Choice::Merge {
+                inputs: vec![40, 41, 50],
+                level: 4,
+                run: None,
+                bottommost: false
+            })
+        );
+        // With the last run: level 5's data and level 6's, bottommost, still behind level 3.
+        let files = [files[0].clone(), file(50, 5, 5, 400, "a", "z"), files[4].clone()];
+        assert_eq!(
+            choose(&files, &options),
+            Some(Choice::Merge {
+                inputs: vec![50, 60],
+                level: 5,
+                run: None,
+                bottommost: true
+            })
+        );
+        // Level 0's runs are newer than every level: a group that takes one of them is
+        // written at level 0, ordered among its runs by its newest entry.
+        let files = [
+            file(9, 9, 0, 1, "a", "z"),
+            file(30, 3, 3, 1, "a", "z"),
+            files[2].clone(),
+        ];
+        assert_eq!(
+            choose(&files, &options),
+            Some(Choice::Merge {
+                inputs: vec![9, 30],
+                level: 0,
+                run: None,
+                bottommost: false
+            })
+        );
     }
 
     #[test]

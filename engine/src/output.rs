@@ -83,7 +83,7 @@ pub(crate) struct TableOutput<'a> {
     options: &'a FamilyOptions,
     /// Cut files at the target size (compaction) or never (flush: one memtable, one file).
     split: bool,
-    /// Cut only where a row ends (leveled families).
+    /// Cut only where a row ends (leveled families, and every level below 0).
     whole_rows: bool,
     /// The current file is full: cut it where the next row starts.
     full: bool,
@@ -107,7 +107,9 @@ impl<'a> TableOutput<'a> {
             next_file,
             options,
             split,
-            whole_rows: matches!(options.compaction, Compaction::Leveled { .. }),
+            // A level below 0 is one run of files with disjoint rows, in a
+            // size-tiered family altered from leveled too.
+            whole_rows: level > 0 || matches!(options.compaction, Compaction::Leveled { .. }),
             full: false,
             run,
             level,

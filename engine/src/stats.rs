@@ -31,7 +31,7 @@ pub struct TableInfo {
     pub file_id: u64,
     /// Sorted run.
     pub run: u64,
-    /// Level (0 in a size-tiered family; see [`crate::Compaction`]).
+    /// Level (0 in a family that was always size-tiered; see [`crate::Compaction`]).
     pub level: u32,
     /// Path of the file.
     pub path: std::path::PathBuf,

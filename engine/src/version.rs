@@ -133,9 +133,11 @@ impl FamilyVersion {
 
     /// Puts table files in read order: level 0's runs newest first (by the
     /// largest sequence number they hold), then each deeper level (a leveled
-    /// family's; every file of a size-tiered one is at level 0); the files
-    /// of one run by key. For any one row, this is newest first: a deeper
-    /// level only ever receives a row's entries from the level above.
+    /// family's, or one altered from leveled to size-tiered; every file of a
+    /// family that was always size-tiered is at level 0); the files of one
+    /// run by key. For any one row, this is newest first: a deeper level only
+    /// ever receives a row's entries from the level above, and a size-tiered
+    /// merge writes at the level of its newest input.
     pub fn order_tables(tables: &mut [Arc<TableFile>]) {
         let mut run_max: HashMap<u64, u64> = HashMap::new();
         for t in tables.iter() {

@@ -10,8 +10,14 @@
 //! gap is missing records, corruption. A drop or truncate used to leave the
 //! number where the last flush put it, and a store whose dropped family had
 //! the newest unflushed writes did not open again.
+//!
+//! An alter from leveled to size-tiered keeps the family's files at their
+//! levels; the size-tiered merges that follow must keep them read newest
+//! first.
 
-use cellar_engine::{FamilyOptions, Store, StoreOptions};
+use std::collections::BTreeMap;
+
+use cellar_engine::{Compaction, FamilyOptions, Row, RowRange, Store, StoreOptions, SyncPolicy};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -144,5 +150,104 @@ fn repair_keeps_the_tables_of_a_family_created_again_after_a_drop_of_its_name() 
         );
         assert_eq!(store.get("changed", "old", "c")?, None, "a dropped cell came back");
     }
+    Ok(())
+}
+
+/// The bytes at each level of the family `f`.
+fn level_sizes(store: &Store) -> BTreeMap<u32, u64> {
+    let mut out = BTreeMap::new();
+    for t in store.tables().iter().filter(|t| t.family == "f") {
+        *out.entry(t.level).or_insert(0) += t.size;
+    }
+    out
+}
+
+/// A leveled family altered to size-tiered keeps its files where they are:
+/// one run per level, read level by level, newest first. Size-tiered merges
+/// neighbouring runs of similar size, and used to write the output at level
+/// 0 whatever the inputs' levels: a merge of levels 4 and 5 went to level 0,
+/// before level 3, which holds newer entries of the same rows (here the
+/// deletion of `x:c`, whose older value level 5 holds). The order says the
+/// merged value is the newer one. Every rule that trusts the order then goes
+/// wrong: back to leveled, level 3 is above the base level and moves down
+/// to level 6, the deepest data level: that merge is bottommost, and drops
+/// the deletion, while the value it deleted is still at level 0, and read.
+/// The output belongs at level 4, the level of its newest input.
+#[test]
+fn a_size_tiered_merge_of_deeper_levels_stays_behind_the_newer_levels_above_them() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let leveled = |base_bytes| {
+        FamilyOptions::default()
+            .compaction(Compaction::Leveled {
+                base_bytes,
+                multiplier: 2,
+            })
+            .memtable_max_entries(5)
+            .compaction_trigger(2)
+            .target_file_entries(8)
+            .block_size(128)
+    };
+    let store = Store::open(
+        dir.path(),
+        StoreOptions::default()
+            .sync(SyncPolicy::Never)
+            .family_with("f", leveled(1 << 40)),
+    )?;
+    let big = "v".repeat(200);
+    let mut ts = 0;
+    let mut tick = || {
+        ts += 1;
+        ts
+    };
+    // Level 6: rows "f000" to "z", a range that takes in every row written below.
+    for i in 0..100 {
+        store.put_at("f", format!("f{i:03}"), "c", tick(), &big)?;
+    }
+    store.put_at("f", "z", "c", tick(), &big)?;
+    store.compact("f")?;
+    let bottom = level_sizes(&store).get(&6).copied().ok_or("no level 6")?;
+    // Each smaller base size moves the base level (where level 0 is merged)
+    // up one: level 5 gets the value of x:c, level 4 as many bytes of other
+    // rows, level 3 the deletion of x:c and one small cell.
+    store.alter_family("f", leveled(bottom))?;
+    store.put_at("f", "x", "c", tick(), "deleted later")?;
+    for i in 0..9 {
+        store.put_at("f", format!("m{i}"), "c", tick(), &big)?;
+    }
+    store.wait_for_background_work()?;
+    store.alter_family("f", leveled(bottom / 2))?;
+    for i in 0..10 {
+        store.put_at("f", format!("n{i}"), "c", tick(), &big)?;
+    }
+    store.wait_for_background_work()?;
+    store.alter_family("f", leveled(bottom / 4))?;
+    store.delete_at("f", "x", "c", tick())?;
+    store.flush_family("f")?;
+    store.put_at("f", "b", "c", tick(), "b")?;
+    store.flush_family("f")?;
+    store.wait_for_background_work()?;
+    assert_eq!(level_sizes(&store).keys().copied().collect::<Vec<_>>(), [3, 4, 5, 6]);
+
+    // Levels 4 and 5 are similar; level 3 is too small to join them.
+    store.alter_family("f", leveled(bottom).compaction(Compaction::SizeTiered))?;
+    store.wait_for_background_work()?;
+    let tiered_levels: Vec<u32> = level_sizes(&store).keys().copied().collect();
+    assert_eq!(store.get("f", "x", "c")?, None);
+
+    // Leveled again, with level 6 the base: every level above it moves down.
+    store.alter_family("f", leveled(1 << 40))?;
+    store.wait_for_background_work()?;
+    assert_eq!(store.get("f", "x", "c")?, None, "a deleted cell came back");
+    assert_eq!(store.versions("f", "x", "c")?, []);
+    assert_eq!(store.get_row("f", "x")?, []);
+    let rows: Vec<Row> = store.scan("f", &RowRange::all())?.collect::<Result<_, _>>()?;
+    assert_eq!(rows.len(), 101 + 9 + 10 + 1, "level 6, m0-m8, n0-n9 and b");
+    assert!(rows.iter().all(|r| r.key.as_ref() != b"x"), "a deleted row came back");
+    assert_eq!(
+        tiered_levels,
+        [3, 4, 6],
+        "levels 4 and 5 merged into level 4, behind level 3"
+    );
+    assert_eq!(level_sizes(&store).keys().copied().collect::<Vec<_>>(), [6]);
     Ok(())
 }
