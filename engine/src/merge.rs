@@ -189,6 +189,7 @@ mod tests {
     use crate::key::{self, Kind};
     use crate::memtable::Memtable;
     use crate::source::Source;
+    use proptest::prelude::*;
     use std::sync::Arc;
 
     fn memtable(keys: &[(u8, u64)]) -> Arc<Memtable> {
@@ -273,5 +274,76 @@ mod tests {
         let rows = drain(&mut merge)?;
         assert_eq!(rows, (1..=15).collect::<Vec<u8>>());
         Ok(())
+    }
+
+    /// An entry of a source in the model: its row, timestamp and sequence.
+    type Entry = (u8, u64, u64);
+
+    fn entry() -> impl proptest::strategy::Strategy<Value = Entry> {
+        (0..6u8, 0..3u64, 0..4u64)
+    }
+
+    proptest::proptest! {
+        /// Any mix of steps and seeks over up to seven sources (some empty,
+        /// some bounded above, some holding keys that others hold too) walks
+        /// the entries of every source in `(key, source)` order, each once:
+        /// a seek passes exactly the entries before its target, however
+        /// many cursors it moves, and moves none when the walk is already
+        /// there.
+        #[test]
+        fn steps_and_seeks_walk_the_sources_in_key_then_source_order(
+            sources in proptest::collection::vec(
+                (proptest::collection::btree_set(entry(), 0..8), proptest::option::of(0..7u8)),
+                0..7,
+            ),
+            // `None` steps; `Some` seeks to that entry's key (often one a
+            // cursor stands exactly on, or one already passed).
+            steps in proptest::collection::vec(proptest::option::of(entry()), 0..40),
+        ) {
+            let encode = |&(row, ts, seq): &Entry| key::encode(&[row], b"c", ts, seq, Kind::Put);
+            let mut cursors = Vec::new();
+            let mut tables = Vec::new();
+            let mut model: Vec<(Vec<u8>, usize, Vec<u8>)> = Vec::new();
+            for (index, (entries, end)) in sources.iter().enumerate() {
+                let m = Memtable::new();
+                let end = end.map(|row| key::row_prefix(&[row]));
+                for e in entries {
+                    let k = encode(e);
+                    let value = vec![index as u8, e.0, e.1 as u8, e.2 as u8];
+                    m.insert(&k, &value, e.1, e.2, false, 1);
+                    if end.as_ref().is_none_or(|end| k < *end) {
+                        model.push((k, index, value));
+                    }
+                }
+                tables.push((Arc::new(m), end));
+            }
+            for (m, end) in &tables {
+                cursors.push(source(m).cursor(b"", end.clone().map(Bytes::from)).map_err(|e| TestCaseError::fail(e.to_string()))?);
+            }
+            model.sort();
+            let mut merge = MergeIterator::new(cursors);
+            let mut at = 0;
+            for step in steps {
+                match step {
+                    None => {
+                        merge.next().map_err(|e| TestCaseError::fail(e.to_string()))?;
+                        at = (at + 1).min(model.len());
+                    }
+                    Some(target) => {
+                        let target = encode(&target);
+                        merge.seek(&target).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                        at = at.max(model.partition_point(|(k, _, _)| *k < target));
+                    }
+                }
+                match model.get(at) {
+                    Some((k, _, value)) => {
+                        prop_assert!(merge.valid());
+                        prop_assert_eq!(merge.key(), k.as_slice());
+                        prop_assert_eq!(merge.value().to_vec(), value.clone());
+                    }
+                    None => prop_assert!(!merge.valid()),
+                }
+            }
+        }
     }
 }

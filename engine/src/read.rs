@@ -1049,6 +1049,127 @@ mod tests {
     }
 
     #[test]
+    fn row_reads_of_files_cut_inside_rows_match_a_model_and_settle_by_key_range() -> crate::Result<()> {
+        use crate::trace::{Settled, SourceKind};
+        use crate::{ColumnRange, Compaction, FamilyOptions};
+        use std::collections::BTreeMap;
+        // Rows and columns that are empty, hold zero and FF bytes and are
+        // prefixes of one another; a size-tiered family cuts its files every
+        // three entries, inside rows (and inside a row's deletions).
+        const ROWS: [&[u8]; 7] = [b"", b"r", b"r\0", b"r\0\0", b"r0", b"r\xff", b"s"];
+        const COLUMNS: [&[u8]; 6] = [b"", b"a", b"a\0", b"b", b"c", b"c\xff"];
+        let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
+        let family = FamilyOptions::default()
+            .compaction(Compaction::SizeTiered)
+            .target_file_entries(3)
+            .block_size(64)
+            .compaction_trigger(0);
+        let store = Store::open(dir.path(), StoreOptions::default().family_with("f", family))?;
+        let mut model: BTreeMap<(&[u8], &[u8]), String> = BTreeMap::new();
+        // Timestamps rise with every write: the last write of a cell wins.
+        let clock = std::cell::Cell::new(10);
+        let tick = || {
+            clock.set(clock.get() + 1);
+            clock.get()
+        };
+        let put = |model: &mut BTreeMap<(&'static [u8], &'static [u8]), String>, row, column| {
+            let ts = tick();
+            let value = format!("{ts}");
+            model.insert((row, column), value.clone());
+            store.put_at("f", row, column, ts, value)
+        };
+        // One run of files cut inside rows, then a run of one file, then the memtable.
+        for (i, &row) in ROWS.iter().enumerate() {
+            for (j, &column) in COLUMNS.iter().enumerate() {
+                if (i + j) % 3 != 0 {
+                    put(&mut model, row, column)?;
+                }
+            }
+        }
+        store.delete_row_at("f", b"r\0", tick())?;
+        model.retain(|&(row, _), _| row != b"r\0");
+        for &column in &COLUMNS[3..] {
+            put(&mut model, b"r\0", column)?;
+        }
+        store.flush()?;
+        store.compact("f")?;
+        store.delete_row_at("f", b"r0", tick())?;
+        model.retain(|&(row, _), _| row != b"r0");
+        put(&mut model, b"r0", b"c")?;
+        put(&mut model, b"r", b"a\0")?;
+        store.flush()?;
+        put(&mut model, b"r\xff", b"")?;
+        put(&mut model, b"s", b"b")?;
+
+        let snapshot = store.snapshot();
+        let fam = snapshot.family("f")?;
+        assert!(fam.tables.len() >= 8, "{} files", fam.tables.len());
+        let ranges = [
+            ColumnRange::all(),
+            ColumnRange::starting_at("a\0"),
+            ColumnRange::starting_at("c"),
+            ColumnRange::between("a", "c"),
+            ColumnRange::between("", "a\0"),
+            ColumnRange::between("b", "b"),
+            ColumnRange::between("c", "a"),
+            ColumnRange::prefix("c"),
+            ColumnRange::starting_at("d"),
+        ];
+        for row in ROWS.iter().chain([&b"q"[..], b"r\0\x01", b"r00", b"t"].iter()) {
+            let prefix = crate::key::row_prefix(row);
+            for range in &ranges {
+                let from = range.from.as_deref().unwrap_or_default();
+                let in_range = |c: &[u8]| c >= from && range.to.as_deref().is_none_or(|to| c < to);
+                let expected: Vec<(&[u8], &str)> = model
+                    .iter()
+                    .filter(|(&(r, c), _)| r == *row && in_range(c))
+                    .map(|(&(_, c), v)| (c, v.as_str()))
+                    .collect();
+                let (cells, trace) = store.slice_traced("f", row, range)?;
+                let got: Vec<(&[u8], &str)> = cells
+                    .iter()
+                    .map(|c| (&c.column[..], std::str::from_utf8(&c.value).unwrap_or("?")))
+                    .collect();
+                assert_eq!(got, expected, "row {row:?}, {range:?}");
+                // A file is settled by its key range exactly when it holds no
+                // key from the row's first (its deletions, when the range
+                // starts past them) to the range's end.
+                let mut start = prefix.clone();
+                crate::key::escape_into(from, &mut start);
+                let settle_start = if start > prefix { prefix.clone() } else { start };
+                let end = match &range.to {
+                    Some(to) => {
+                        let mut end = prefix.clone();
+                        crate::key::escape_into(to, &mut end);
+                        end
+                    }
+                    None => crate::key::prefix_successor(&prefix).unwrap_or_default(),
+                };
+                let outside: Vec<(u64, bool)> = fam
+                    .tables
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.meta.file_id,
+                            !(t.meta.last_key >= settle_start && t.meta.first_key < end),
+                        )
+                    })
+                    .collect();
+                let settled: Vec<(u64, bool)> = trace
+                    .sources
+                    .iter()
+                    .filter_map(|s| match s.source {
+                        SourceKind::Table { file_id, .. } => Some((file_id, s.settled == Settled::KeyRange)),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(settled, outside, "row {row:?}, {range:?}");
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
     fn visiting_a_row_lends_exactly_the_cells_get_row_returns() -> crate::Result<()> {
         let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
         let store = store_of_tables_and_memtable(dir.path())?;
