@@ -996,9 +996,41 @@ mod tests {
         Ok(store)
     }
 
+    /// Each table file a traced read visited, and whether its key range
+    /// settled it (ruled it out without a search).
+    fn settled_by_key_range(trace: &crate::Trace) -> Vec<(u64, bool)> {
+        use crate::trace::{Settled, SourceKind};
+        trace
+            .sources
+            .iter()
+            .filter_map(|s| match s.source {
+                SourceKind::Table { file_id, .. } => Some((file_id, s.settled == Settled::KeyRange)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Each of `tables`, and whether its own key range misses `[start, end)`:
+    /// what comparing each file on its own says, the model for a read that
+    /// settles a run's files by binary search.
+    fn outside_key_range(
+        tables: &[std::sync::Arc<crate::version::TableFile>],
+        start: &[u8],
+        end: &[u8],
+    ) -> Vec<(u64, bool)> {
+        tables
+            .iter()
+            .map(|t| {
+                (
+                    t.meta.file_id,
+                    !(t.meta.last_key.as_slice() >= start && t.meta.first_key.as_slice() < end),
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn a_row_read_settles_by_key_range_exactly_the_files_of_a_run_outside_its_row() -> crate::Result<()> {
-        use crate::trace::{Settled, SourceKind};
         use crate::{ColumnRange, FamilyOptions};
         let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
         let family = FamilyOptions::default().target_file_entries(4).compaction_trigger(0);
@@ -1016,31 +1048,16 @@ mod tests {
         let fam = snapshot.family("f")?;
         let runs: Vec<u64> = fam.tables.iter().map(|t| t.meta.run).collect();
         assert_eq!((runs.len(), runs.iter().all(|&r| Some(&r) == runs.first())), (5, true));
-        // Every file's settlement, as comparing its own key range says.
-        let by_range = |row: &str| -> Vec<(u64, bool)> {
-            let prefix = crate::key::row_prefix(row.as_bytes());
-            let end = crate::key::prefix_successor(&prefix).unwrap_or_default();
-            let overlaps = |t: &crate::version::TableFile| t.meta.last_key >= prefix && t.meta.first_key < end;
-            fam.tables.iter().map(|t| (t.meta.file_id, !overlaps(t))).collect()
-        };
-        let traced = |trace: crate::Trace| -> Vec<(u64, bool)> {
-            trace
-                .sources
-                .iter()
-                .filter_map(|s| match s.source {
-                    SourceKind::Table { file_id, .. } => Some((file_id, s.settled == Settled::KeyRange)),
-                    _ => None,
-                })
-                .collect()
-        };
         // Rows before, inside and after the run; a row's prefix ("r") and the
         // first and last rows of files.
         for row in ["a", "r", "r0", "r1", "r3", "r4", "r9", "s"] {
-            let expected = by_range(row);
+            let prefix = crate::key::row_prefix(row.as_bytes());
+            let end = crate::key::prefix_successor(&prefix).unwrap_or_default();
+            let expected = outside_key_range(&fam.tables, &prefix, &end);
             let (_, whole) = store.get_row_traced("f", row)?;
             let (_, slice) = store.slice_traced("f", row, &ColumnRange::starting_at("b"))?;
             assert_eq!(
-                (traced(whole), traced(slice)),
+                (settled_by_key_range(&whole), settled_by_key_range(&slice)),
                 (expected.clone(), expected),
                 "row {row}"
             );
@@ -1050,7 +1067,6 @@ mod tests {
 
     #[test]
     fn row_reads_of_files_cut_inside_rows_match_a_model_and_settle_by_key_range() -> crate::Result<()> {
-        use crate::trace::{Settled, SourceKind};
         use crate::{ColumnRange, Compaction, FamilyOptions};
         use std::collections::BTreeMap;
         // Rows and columns that are empty, hold zero and FF bytes and are
@@ -1145,25 +1161,11 @@ mod tests {
                     }
                     None => crate::key::prefix_successor(&prefix).unwrap_or_default(),
                 };
-                let outside: Vec<(u64, bool)> = fam
-                    .tables
-                    .iter()
-                    .map(|t| {
-                        (
-                            t.meta.file_id,
-                            !(t.meta.last_key >= settle_start && t.meta.first_key < end),
-                        )
-                    })
-                    .collect();
-                let settled: Vec<(u64, bool)> = trace
-                    .sources
-                    .iter()
-                    .filter_map(|s| match s.source {
-                        SourceKind::Table { file_id, .. } => Some((file_id, s.settled == Settled::KeyRange)),
-                        _ => None,
-                    })
-                    .collect();
-                assert_eq!(settled, outside, "row {row:?}, {range:?}");
+                assert_eq!(
+                    settled_by_key_range(&trace),
+                    outside_key_range(&fam.tables, &settle_start, &end),
+                    "row {row:?}, {range:?}"
+                );
             }
         }
         Ok(())
