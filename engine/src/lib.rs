@@ -43,6 +43,7 @@
     )
 )]
 
+mod arena;
 mod batch;
 mod clock;
 mod compaction;
@@ -60,6 +61,7 @@ mod read;
 mod read_only;
 mod recovery;
 mod row_filter;
+mod skiplist;
 mod source;
 mod stats;
 mod store;

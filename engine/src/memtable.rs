@@ -1,316 +1,52 @@
 //! The memtable: the newest writes of one column family, sorted in memory.
 //!
-//! Every write lands here after it is in the log. The memtable is a concurrent
-//! skip list (crossbeam-skiplist) keyed by the internal key, so readers walk it
-//! while the writer inserts, without locks. When it passes its limit it is
-//! frozen (no more inserts) and a background thread writes it out as a table
-//! file; until that file is installed, reads still consult the frozen memtable.
+//! Every write lands here after it is in the log. The memtable is a skip list
+//! ([`crate::skiplist`]) keyed by the internal key, so readers walk it while
+//! the writer inserts, without locks. When it passes its limit it is frozen
+//! (no more inserts) and a background thread writes it out as a table file;
+//! until that file is installed, reads still consult the frozen memtable.
 //!
 //! A memtable only grows: no entry is ever removed or replaced, and the whole
 //! skip list is freed at once when the last handle on the memtable goes. That
-//! is what lets readers walk it for free. A general concurrent skip list must
-//! guard every node a reader stands on against a writer that unlinks and frees
-//! it: crossbeam's `SkipMap` pins an epoch for each operation and counts each
-//! cursor as a reference to its node (two atomic read-modify-writes per step).
-//! Here no node is ever unlinked, so there is nothing to guard against: the
-//! list is crossbeam's lower-level `base::SkipList`, walked with no epoch pin
-//! and no reference count (see [`unguarded`] for the argument), as LevelDB's
-//! and RocksDB's memtables are (their skip lists never delete either).
+//! is what lets readers walk it for free (no epoch pins, no reference counts
+//! on nodes), and what lets every node live in an arena ([`crate::arena`])
+//! with its entry's key and value beside it, as LevelDB's and RocksDB's
+//! memtables keep theirs: a write costs no allocation most of the time, and
+//! dropping a flushed memtable frees a few hundred chunks instead of one
+//! allocation per entry.
 //!
-//! The entries' bytes live in an *arena* ([`Arena`]): big chunks filled one
-//! entry after another, as LevelDB's and RocksDB's memtables keep theirs. A
-//! write then costs one allocation (the skip-list node), not two, and dropping
-//! a flushed memtable frees a few hundred chunks instead of one buffer per
-//! entry. (Measured on a YCSB load: the flush thread freeing buffers one by
-//! one held the allocator's lock the writer needed, and the writer waited.)
+//! A memtable's size is the memory it holds: the arena's chunks (nodes, keys
+//! and values) and its row filter. That is what its byte limit measures.
 
-use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
-use crossbeam_epoch::Guard;
-use crossbeam_skiplist::base::{self, SkipList};
+use bytes::Bytes;
 use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::key::{self, Kind};
 use crate::options::FamilyOptions;
 use crate::row_filter::RowFilter;
-
-/// A memtable entry: its internal key and value side by side in the arena,
-/// with the key's first 32 bytes also kept inline in the skip-list node as
-/// four big-endian integers (zero-padded). The entry is the skip list's key;
-/// the list's value is empty.
-///
-/// * Key and value in one slice of an arena chunk: a put costs one allocation
-///   (the node), not three (key, value, and the shared headers their handles need).
-/// * The inline head: a skip-list insert or seek compares its key with a node at
-///   every level. With the key bytes behind a pointer, each comparison costs a
-///   second cache miss and a `memcmp` call; with the head inline, most are
-///   decided by integer compares inside the node. The order is still plain
-///   byte order: zero is the smallest byte, so padding a short key with zeros
-///   never moves it past a key it is a prefix of, and equal heads fall back to
-///   comparing the rest of the keys.
-/// * Why 32 bytes: the cells of one row share their first bytes (the row), and
-///   a read of a row seeks from column to column among them, past the piled
-///   versions of a hot cell. With 16 bytes inline, a row key of 16 bytes or
-///   more (YCSB's are 23) made every comparison between nodes of one row a
-///   trip to the arena; 32 bytes hold such a row and the start of its column,
-///   so a seek to the next column is decided inside the nodes until it reaches
-///   the column's own versions. It costs no memory: the node does not grow
-///   (a `u128` head aligned the node to 16 bytes, with padding; four `u64`s
-///   need none, and some tower heights come out 8 bytes smaller).
-#[derive(Debug)]
-pub(crate) struct MemEntry {
-    head: [u64; HEAD_WORDS],
-    bytes: Bytes,
-    key_len: usize,
-}
-
-impl MemEntry {
-    fn new(bytes: Bytes, key_len: usize) -> MemEntry {
-        let key_len = key_len.min(bytes.len());
-        let mut padded = [0u8; HEAD_BYTES];
-        let n = key_len.min(HEAD_BYTES);
-        if let (Some(dst), Some(src)) = (padded.get_mut(..n), bytes.get(..n)) {
-            dst.copy_from_slice(src);
-        }
-        let mut head = [0u64; HEAD_WORDS];
-        for (word, chunk) in head.iter_mut().zip(padded.chunks_exact(8)) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(chunk);
-            *word = u64::from_be_bytes(b);
-        }
-        MemEntry { head, bytes, key_len }
-    }
-
-    /// The internal key.
-    pub fn key(&self) -> &[u8] {
-        self.bytes.get(..self.key_len).unwrap_or_default()
-    }
-
-    /// The key past its inline head (empty for a key that fits in it).
-    fn tail(&self) -> &[u8] {
-        self.bytes.get(HEAD_BYTES..self.key_len).unwrap_or_default()
-    }
-
-    /// The value's bytes, borrowed from the arena.
-    pub fn value_bytes(&self) -> &[u8] {
-        self.bytes.get(self.key_len..).unwrap_or_default()
-    }
-
-    /// A probe for a seek to `target`: an entry with no value, compared by
-    /// the skip list exactly as stored entries are, inline head first. (A
-    /// seek by a plain byte slice would compare whole keys at every step,
-    /// each behind a pointer to the node's buffer: a cache miss more per
-    /// level.) The probe borrows `target`, so a seek allocates nothing.
-    fn probe(target: &[u8]) -> Probe<'_> {
-        // SAFETY: the `Bytes` claims `target` lives for ever, but it never
-        // leaves the returned `Probe`, which borrows `target` for as long as
-        // it lives: `Probe` hands out only `&MemEntry`, and a `MemEntry`
-        // cannot be cloned or moved out of a shared reference, so the bytes
-        // are never read after `target` goes. (A static `Bytes` frees
-        // nothing when dropped.)
-        let target_for_ever: &'static [u8] = unsafe { std::mem::transmute::<&[u8], &'static [u8]>(target) };
-        Probe {
-            entry: MemEntry::new(Bytes::from_static(target_for_ever), target.len()),
-            _target: std::marker::PhantomData,
-        }
-    }
-
-    /// The value, copied out of the arena: a reader that keeps it does not
-    /// keep the memtable's chunk (and with it a whole flushed memtable's
-    /// neighbours) alive. LevelDB and RocksDB copy out of their memtables too.
-    pub fn value(&self) -> Bytes {
-        Bytes::copy_from_slice(self.value_bytes())
-    }
-}
-
-impl PartialEq for MemEntry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-
-impl Eq for MemEntry {}
-
-impl Ord for MemEntry {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        // Equal heads: the keys agree on their first 32 bytes, counting the
-        // zeros that pad a short key. Two keys longer than that are ordered by
-        // the rest; a key that fits in its head (no tail) is a prefix of the
-        // other, so it comes first unless both fit, and then the shorter
-        // (a prefix of the other, the rest being zeros) does.
-        self.head
-            .cmp(&other.head)
-            .then_with(|| self.tail().cmp(other.tail()))
-            .then_with(|| self.key_len.cmp(&other.key_len))
-    }
-}
-
-impl PartialOrd for MemEntry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// Bytes of a key kept inline in its skip-list node, and the words holding them.
-const HEAD_BYTES: usize = 32;
-const HEAD_WORDS: usize = HEAD_BYTES / 8;
-
-/// A [`MemEntry`] for a seek, borrowing its key from the caller
-/// (see [`MemEntry::probe`]).
-struct Probe<'t> {
-    entry: MemEntry,
-    _target: std::marker::PhantomData<&'t [u8]>,
-}
-
-/// A probe has a `Drop` (which does nothing) only so that its entry, whose
-/// key borrows the target for `'static`, cannot be moved out of it and kept.
-impl Drop for Probe<'_> {
-    fn drop(&mut self) {}
-}
-
-impl std::ops::Deref for Probe<'_> {
-    type Target = MemEntry;
-
-    fn deref(&self) -> &MemEntry {
-        &self.entry
-    }
-}
+use crate::skiplist::{self, NodeAddr, Probe, SkipList};
 
 /// The newest visible entry of a cell in one source: its key's
 /// `(timestamp, sequence, kind)` and its value.
 pub(crate) type Hit = ((u64, u64, Kind), Bytes);
 
-/// Bytes an entry costs in memory beyond its key and value, so that the byte
-/// limit measures memory, not payload: the skip-list node (the inline key head,
-/// the handle on its arena slice, the key length, a refcount and on average
-/// 1.33 tower pointers) and the allocator's rounding and bookkeeping on it.
-/// (The arena's chunks are counted as they are allocated.) Measured: 1M
-/// entries of 45-byte keys and 100-byte values grew the process by 262 bytes
-/// each, 145 of them in the arena.
-const NODE_OVERHEAD: usize = 117;
-
-/// Size of the first arena chunk of a memtable, and of its largest.
-///
-/// A chunk is one allocation holding many entries. Each new chunk is as big
-/// as all the chunks before it together (between these two sizes), so a
-/// memtable written rarely holds 4 KiB, and a busy one allocates a chunk per
-/// 64 KiB of entries. A chunk wastes the room left at its end when the next
-/// entry does not fit; an entry over a quarter of a chunk gets an allocation
-/// of its own (LevelDB's rule), so at most a quarter is ever wasted.
-const FIRST_CHUNK: usize = 4 << 10;
-const LARGEST_CHUNK: usize = 64 << 10;
-
-/// Where a memtable's entries keep their bytes: one chunk filled from the
-/// front, entry after entry. Each entry is a `Bytes` handle on its own slice
-/// of a chunk (the chunk counts its handles), so a chunk is freed when the
-/// last entry in it goes, which is when the memtable is dropped after its flush.
-struct Arena {
-    /// A lock only because a memtable is shared; the store's single writer
-    /// is the only one to take it.
-    state: Mutex<ArenaState>,
-}
-
-struct ArenaState {
-    /// The chunk being filled: empty, with the free room as its capacity.
-    chunk: BytesMut,
-    /// Bytes of the chunks allocated so far.
-    allocated: usize,
-    /// The encoded row of the last entry inserted, already in the row
-    /// filter (kept here, under the writer's lock, to be reused).
-    last_row: Vec<u8>,
-}
-
-impl Arena {
-    fn new() -> Arena {
-        Arena {
-            state: Mutex::new(ArenaState {
-                chunk: BytesMut::new(),
-                allocated: 0,
-                last_row: Vec::new(),
-            }),
-        }
-    }
-}
-
-impl ArenaState {
-    /// Copies `key ++ value` into the arena; returns its slice and the bytes
-    /// newly allocated for it (a new chunk's size, or 0).
-    fn store(&mut self, key: &[u8], value: &[u8]) -> (Bytes, usize) {
-        let len = key.len() + value.len();
-        let next_chunk = self.allocated.clamp(FIRST_CHUNK, LARGEST_CHUNK);
-        if len > next_chunk / 4 {
-            let mut own = BytesMut::with_capacity(len);
-            own.extend_from_slice(key);
-            own.extend_from_slice(value);
-            return (own.freeze(), len);
-        }
-        let mut allocated = 0;
-        if self.chunk.capacity() < len {
-            self.chunk = BytesMut::with_capacity(next_chunk);
-            self.allocated += next_chunk;
-            allocated = next_chunk;
-        }
-        self.chunk.extend_from_slice(key);
-        self.chunk.extend_from_slice(value);
-        // `split` hands out the filled front and keeps the free room: no copy.
-        (self.chunk.split().freeze(), allocated)
-    }
-}
-
-/// The guard every operation on a memtable's skip list runs under: none.
-///
-/// crossbeam's skip list takes a [`Guard`] with every call because, in
-/// general, a node may be unlinked by one thread while another stands on it:
-/// the unlinking thread hands the node's memory to epoch reclamation, which
-/// frees it only once every thread pinned at the time has unpinned. Readers
-/// pin; the writer defers. A memtable needs none of it, and runs everything
-/// under crossbeam's `unprotected` guard (whose deferred work would run at
-/// once, and which pins nothing), because:
-///
-/// 1. *No node is ever unlinked.* This module never calls the list's
-///    `remove`, `pop_front`, `pop_back` or `clear`, nor `insert`, which
-///    unlinks an entry with an equal key to replace it: entries go in with
-///    `get_or_insert`, which leaves an equal entry where it is (there is
-///    none in practice: every write has its own sequence number). crossbeam
-///    defers work to the epoch only to free an unlinked node, so nothing is
-///    ever deferred, and nothing can be freed under a reader.
-/// 2. *Nodes are freed only with the whole list*, by its `Drop`, when the
-///    [`Memtable`] is dropped: which needs every `Arc` on it gone (a
-///    [`MemtableCursor`] holds one) and every borrow of it ended (the borrow
-///    checker sees to [`Memtable::newest_with_prefix`] and the others).
-/// 3. *Ordering does not come from the guard.* A node is published by a
-///    compare-and-swap (sequentially consistent) after its key is written,
-///    and readers load the links with consume ordering whatever the guard
-///    (an acquire load on x86_64; dependency-ordered on ARM, which suffices
-///    here because the key is read through the loaded pointer), so a reader
-///    that reaches a node sees its key.
-///
-/// What it saves: a pin per read (a fenced write to the thread's epoch
-/// slot), and on every cursor step the reference count crossbeam's `SkipMap`
-/// keeps on the node a cursor stands on (an atomic increment on the new
-/// node, a decrement on the old one). A scan that holds a cursor for long
-/// holds back no one's memory reclamation either. The tests at the end of
-/// this module walk a memtable while a writer inserts and keep a cursor
-/// past every other handle; `engine/tests/concurrency.rs` keeps a scan past
-/// its memtable's flush and the store's close. The argument rests on
-/// crossbeam-skiplist's internals, so the workspace pins its version.
-fn unguarded() -> &'static Guard {
-    // SAFETY: the three points above: nothing this module does with a
-    // memtable's skip list defers or frees a node while a reader can reach it.
-    unsafe { crossbeam_epoch::unprotected() }
-}
+/// The fewest bytes an entry takes in a memtable: a node of one level whose
+/// key is the shortest internal key (empty row and column: two terminators
+/// and the suffix), with no value. The row filter is sized for as many
+/// entries as a memtable's byte limit could hold at this size.
+const MIN_ENTRY_BYTES: usize = skiplist::min_entry_bytes(2 + 2 + key::SUFFIX_LEN);
 
 /// A sorted in-memory table of entries `(internal key -> value)`.
 pub(crate) struct Memtable {
-    /// The entries, keyed by [`MemEntry`]; every operation on it runs
-    /// under [`unguarded`], whose argument rests on what this module does
-    /// (and does not do) with it.
-    map: SkipList<MemEntry, ()>,
-    arena: Arena,
+    /// The entries, in internal key order.
+    list: SkipList,
+    /// The encoded row of the last entry inserted, already in the row
+    /// filter (only the writer touches it).
+    last_row: Mutex<Vec<u8>>,
     bytes: AtomicUsize,
     entries: AtomicUsize,
     tombstones: AtomicUsize,
@@ -331,14 +67,14 @@ impl Memtable {
 
     /// An empty memtable for a family with these limits: its row filter is
     /// sized for as many entries as the memtable can hold before it is full
-    /// (each entry costs at least [`NODE_OVERHEAD`] of its byte limit).
+    /// (each entry takes at least [`MIN_ENTRY_BYTES`] of its byte limit).
     pub fn for_family(options: &FamilyOptions) -> Memtable {
-        let by_bytes = options.memtable_max_bytes / NODE_OVERHEAD + 1;
+        let by_bytes = options.memtable_max_bytes / MIN_ENTRY_BYTES + 1;
         let entries = options.memtable_max_entries.map_or(by_bytes, |n| n.min(by_bytes));
         Memtable {
             rows: RowFilter::for_entries(entries),
-            map: SkipList::new(crossbeam_epoch::default_collector().clone()),
-            arena: Arena::new(),
+            list: SkipList::new(),
+            last_row: Mutex::new(Vec::new()),
             bytes: AtomicUsize::new(0),
             entries: AtomicUsize::new(0),
             tombstones: AtomicUsize::new(0),
@@ -363,7 +99,8 @@ impl Memtable {
         }
         Inserter {
             memtable: self,
-            arena: self.arena.state.lock(),
+            list: self.list.writer(),
+            last_row: self.last_row.lock(),
             added: Added::default(),
         }
     }
@@ -383,7 +120,7 @@ impl Memtable {
         self.rows.prefetch(row_hash);
     }
 
-    /// Approximate memory used, in bytes (its row filter included).
+    /// Memory held, in bytes: the arena's chunks and the row filter.
     pub fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
@@ -401,9 +138,9 @@ impl Memtable {
     /// The smallest and the largest key inserted (`None` when empty): the
     /// memtable's key range, as a table file's first and last key are its.
     pub fn key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        let first = self.map.front(unguarded())?;
-        let last = self.map.back(unguarded())?;
-        Some((first.key().key().to_vec(), last.key().key().to_vec()))
+        let first = self.list.first()?;
+        let last = self.list.last()?;
+        Some((first.key().to_vec(), last.key().to_vec()))
     }
 
     /// Whether nothing was inserted.
@@ -434,30 +171,35 @@ impl Memtable {
     /// value, with the number of entries looked at to find it.
     pub fn newest_with_prefix(&self, prefix: &[u8], snapshot: u64) -> (Option<Hit>, u64) {
         let mut examined = 0;
-        let probe = MemEntry::probe(prefix);
-        let mut entry = self.map.lower_bound(Bound::Included(&*probe), unguarded());
+        let mut entry = self.list.seek(&Probe::new(prefix));
         while let Some(e) = entry {
-            if !e.key().key().starts_with(prefix) {
+            if !e.key().starts_with(prefix) {
                 break;
             }
             examined += 1;
-            if let Some(found) = key::suffix(e.key().key()).filter(|&(_, seq, _)| seq <= snapshot) {
-                return (Some((found, e.key().value())), examined);
+            if let Some(found) = key::suffix(e.key()).filter(|&(_, seq, _)| seq <= snapshot) {
+                return (Some((found, copy_value(e.value()))), examined);
             }
-            entry = e.next();
+            entry = e.next_entry();
         }
         (None, examined)
     }
 
     /// Every entry in key order, as `(key, value)` borrowed from the arena (used by flush).
     pub fn for_each(&self, mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
-        let mut entry = self.map.front(unguarded());
+        let mut entry = self.list.first();
         while let Some(e) = entry {
-            visit(e.key().key(), e.key().value_bytes())?;
-            entry = e.next();
+            visit(e.key(), e.value())?;
+            entry = e.next_entry();
         }
         Ok(())
     }
+}
+
+/// A value copied out of the arena: a reader that keeps it does not keep the
+/// memtable alive. LevelDB and RocksDB copy out of their memtables too.
+fn copy_value(value: &[u8]) -> Bytes {
+    Bytes::copy_from_slice(value)
 }
 
 /// What an [`Inserter`] added, counted locally and published once.
@@ -474,22 +216,25 @@ struct Added {
 /// written together, say.
 ///
 /// What is done once per entry is only what must be: a copy into the arena
-/// and a skip-list insert. The rest is done once for the whole write: the
-/// arena's lock is taken once, and the memtable's counters (bytes,
-/// entries, largest timestamp and sequence) are shared atomics updated
-/// once, when the inserter is dropped. Until then `bytes()` and
-/// `entries()` lag behind what is in the skip list; the writer reads them
-/// only after its inserts, and readers see the entries only once the
-/// store's visible sequence passes them, which happens later still.
+/// and a skip-list insert (which starts from where the one before ended).
+/// The rest is done once for the whole write: the skip list's writer lock is
+/// taken once, and the memtable's counters (bytes, entries, largest timestamp
+/// and sequence) are shared atomics updated once, when the inserter is
+/// dropped. Until then `bytes()` and `entries()` lag behind what is in the
+/// skip list; the writer reads them only after its inserts, and readers see
+/// the entries only once the store's visible sequence passes them, which
+/// happens later still.
 pub(crate) struct Inserter<'a> {
     memtable: &'a Memtable,
-    arena: parking_lot::MutexGuard<'a, ArenaState>,
+    list: skiplist::ListWriter<'a>,
+    last_row: parking_lot::MutexGuard<'a, Vec<u8>>,
     added: Added,
 }
 
 impl Inserter<'_> {
     /// Inserts one entry, copying its key and value into the arena. Keys
-    /// are unique because every write has its own sequence number.
+    /// are unique because every write has its own sequence number (an entry
+    /// under a key already in is left out, and the first stays).
     pub fn insert(&mut self, key: &[u8], value: &[u8], timestamp: u64, sequence: u64, tombstone: bool) {
         // The row's filter bits before the entry: a reader that can see the
         // entry can see its bits (the module doc of `row_filter` says why).
@@ -498,34 +243,28 @@ impl Inserter<'_> {
         // cleared.
         let row = key::row_part(key).unwrap_or(key);
         let mut filter_bytes = 0;
-        if self.arena.last_row != row {
+        if *self.last_row != row {
             filter_bytes = self.memtable.rows.insert(cellar_sstable::filter_hash(row));
-            self.arena.last_row.clear();
-            self.arena.last_row.extend_from_slice(row);
+            self.last_row.clear();
+            self.last_row.extend_from_slice(row);
         }
-        let (bytes, allocated) = self.arena.store(key, value);
+        let (inserted, allocated) = self.list.insert(key, value);
         let added = &mut self.added;
-        added.bytes += filter_bytes + allocated + NODE_OVERHEAD;
+        added.bytes += filter_bytes + allocated;
+        if !inserted {
+            return;
+        }
         added.entries += 1;
         added.tombstones += usize::from(tombstone);
         added.max_ts = added.max_ts.max(timestamp);
         added.max_seq = added.max_seq.max(sequence);
-        // `get_or_insert`, never `insert`: an insert would unlink an equal
-        // entry to replace it, and nothing may be unlinked (see `unguarded`).
-        // The handle it returns counts as a reference to the node; it is
-        // never released, which is harmless: the count only decides when an
-        // unlinked node may be freed, and the list's drop frees every node.
-        let _node = self
-            .memtable
-            .map
-            .get_or_insert(MemEntry::new(bytes, key.len()), (), unguarded());
     }
 }
 
 impl Drop for Inserter<'_> {
     fn drop(&mut self) {
         let (m, added) = (self.memtable, &self.added);
-        if added.entries == 0 {
+        if added.entries == 0 && added.bytes == 0 {
             return;
         }
         m.bytes.fetch_add(added.bytes, Ordering::Relaxed);
@@ -538,97 +277,68 @@ impl Drop for Inserter<'_> {
     }
 }
 
-/// The entry a cursor stands on (`None` past the end).
-struct Position<'a>(Option<base::Entry<'a, 'a, MemEntry, ()>>);
-
-// SAFETY: an entry is a reference to its skip list, one to its node, and one
-// to the guard it was found under. The list and its nodes hold only atomics
-// and `MemEntry`s, which are `Send` and `Sync`. The guard is crossbeam's
-// `unprotected` one (see `unguarded`): a static with no thread's epoch
-// behind it, which crossbeam itself shares between threads, and which
-// nothing here uses to pin or to defer. So a cursor may move to another
-// thread (a scan handed to a worker) as its `SkipMap` entry could.
-unsafe impl Send for Position<'_> {}
-// SAFETY: as for `Send`; a shared cursor only reads.
-unsafe impl Sync for Position<'_> {}
-
-self_cell::self_cell!(
-    /// A memtable handle and a skip-list entry borrowed from it.
-    struct PositionCell {
-        owner: Arc<Memtable>,
-        #[covariant]
-        dependent: Position,
-    }
-);
-
 /// A position in a memtable, for a read that walks it in key order.
 ///
 /// The cursor owns a handle on its memtable, so a read may keep it as long as
 /// it likes (a scan is an iterator its caller holds), and stands on one
-/// skip-list node: a step follows the node's next pointer, and nothing is
+/// skip-list node: a step follows the node's next link, and nothing is
 /// copied out of the memtable until the read returns a value. A step is a
-/// load and a key comparison: the node needs no reference count and the
-/// thread no epoch pin, because no node is freed while the memtable lives
-/// (see [`unguarded`]), and the cursor's handle keeps it alive.
-pub(crate) struct MemtableCursor(PositionCell);
+/// load and a key comparison: no node is freed while the memtable lives, and
+/// the cursor's handle keeps it alive.
+pub(crate) struct MemtableCursor {
+    memtable: Arc<Memtable>,
+    /// The node the cursor stands on (`None` past the end), a node of
+    /// `memtable`'s list.
+    at: Option<NodeAddr>,
+}
 
 impl MemtableCursor {
     /// A cursor on the first entry of `memtable` whose key is at or after `target`.
     pub fn seek(memtable: Arc<Memtable>, target: &[u8]) -> MemtableCursor {
-        let probe = MemEntry::probe(target);
-        MemtableCursor(PositionCell::new(memtable, |m| {
-            Position(m.map.lower_bound(Bound::Included(&*probe), unguarded()))
-        }))
+        let at = memtable.list.seek(&Probe::new(target)).map(|n| n.addr());
+        MemtableCursor { memtable, at }
     }
 
     /// Moves to the first entry at or after `target`.
     pub fn reseek(&mut self, target: &[u8]) {
-        let probe = MemEntry::probe(target);
-        self.0.with_dependent_mut(|m, position| {
-            position.0 = m.map.lower_bound(Bound::Included(&*probe), unguarded());
-        });
+        self.at = self.memtable.list.seek(&Probe::new(target)).map(|n| n.addr());
+    }
+
+    /// The node the cursor stands on.
+    fn node(&self) -> Option<skiplist::Node<'_>> {
+        // SAFETY: `at` only ever holds nodes of this memtable's list (set by
+        // `seek`, `reseek` and `next` from it), and the cursor's `Arc` keeps
+        // the list alive as long as the borrow.
+        self.at.map(|addr| unsafe { self.memtable.list.node(addr) })
     }
 
     /// Moves to the next entry (past the last one, the cursor has no entry).
     pub fn next(&mut self) {
-        self.0.with_dependent_mut(|_, position| {
-            if position.0.as_mut().is_some_and(|e| !e.move_next()) {
-                position.0 = None;
-            }
-        });
+        self.at = self.node().and_then(|n| n.next_entry()).map(|n| n.addr());
     }
 
     /// The current entry's key, if the cursor is on one.
     pub fn key(&self) -> Option<&[u8]> {
-        self.0.borrow_dependent().0.as_ref().map(|e| e.key().key())
+        self.node().map(|n| n.key())
     }
 
     /// The current entry's value, borrowed from the arena (empty past the
     /// end): for a reader that looks at it and keeps nothing, so nothing is
     /// copied.
     pub fn value_bytes(&self) -> &[u8] {
-        self.0
-            .borrow_dependent()
-            .0
-            .as_ref()
-            .map(|e| e.key().value_bytes())
-            .unwrap_or_default()
+        self.node().map(|n| n.value()).unwrap_or_default()
     }
 
-    /// The current entry's value, a handle on the entry's buffer (empty past the end).
+    /// The current entry's value, copied out of the arena (empty past the end).
     pub fn value(&self) -> Bytes {
-        self.0
-            .borrow_dependent()
-            .0
-            .as_ref()
-            .map(|e| e.key().value())
-            .unwrap_or_default()
+        self.node().map(|n| copy_value(n.value())).unwrap_or_default()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arena::{FIRST_CHUNK, LARGEST_CHUNK};
     use crate::key::Kind;
 
     fn put(m: &Memtable, row: &[u8], col: &[u8], ts: u64, seq: u64, value: &[u8]) {
@@ -658,15 +368,14 @@ mod tests {
 
     #[test]
     fn the_row_filter_is_sized_from_the_limits_and_counted_by_the_first_insert() {
-        // 1 MiB holds at most 1 MiB / 117 + 1 = 8,963 entries: 89,630 bits, 351 blocks of 32 bytes.
+        // 1 MiB holds at most 1 MiB / 80 + 1 = 13,108 entries: 131,080 bits, 513 blocks of 32 bytes.
         let by_bytes = Memtable::for_family(&FamilyOptions::default().memtable_max_bytes(1 << 20));
         // 100 entries: 1,000 bits, 4 blocks.
         let by_entries = Memtable::for_family(&FamilyOptions::default().memtable_max_entries(100));
-        assert_eq!((by_bytes.rows.bytes(), by_entries.rows.bytes()), (351 * 32, 4 * 32));
+        assert_eq!((by_bytes.rows.bytes(), by_entries.rows.bytes()), (513 * 32, 4 * 32));
         assert_eq!(by_entries.bytes(), 0, "nothing allocated while empty");
         put(&by_entries, b"r", b"c", 1, 1, b"v");
-        let arena = FIRST_CHUNK;
-        assert_eq!(by_entries.bytes(), 4 * 32 + arena + NODE_OVERHEAD);
+        assert_eq!(by_entries.bytes(), 4 * 32 + FIRST_CHUNK);
     }
 
     #[test]
@@ -675,7 +384,7 @@ mod tests {
         // write, and the allocation failure aborted the process.
         let m = Memtable::for_family(&FamilyOptions::default().memtable_max_bytes(usize::MAX));
         put(&m, b"r", b"c", 1, 1, b"v");
-        assert_eq!(m.bytes(), (16 << 20) + FIRST_CHUNK + NODE_OVERHEAD);
+        assert_eq!(m.bytes(), (16 << 20) + FIRST_CHUNK);
         let hash = |row: &[u8]| cellar_sstable::filter_hash(&key::row_prefix(row));
         assert_eq!(m.may_hold_row(hash(b"r")), Some(true));
     }
@@ -715,7 +424,7 @@ mod tests {
             [Some(true), Some(true), Some(true), Some(false)]
         );
         // The filter counted once, with the first entry.
-        assert_eq!(m.bytes(), m.rows.bytes() + FIRST_CHUNK + 6 * NODE_OVERHEAD);
+        assert_eq!(m.bytes(), m.rows.bytes() + FIRST_CHUNK);
         assert_eq!(m.entries(), 6);
     }
 
@@ -738,35 +447,35 @@ mod tests {
     }
 
     #[test]
-    fn arena_chunks_grow_with_the_memtable_and_a_large_entry_gets_its_own() -> Result<()> {
+    fn a_memtables_bytes_are_its_arena_chunks_and_its_filter_and_a_large_entry_gets_a_chunk_of_its_own() -> Result<()> {
         let m = Memtable::new();
         let value = [7u8; 100];
-        let entry = key::encode(b"row0000", b"c", 1, 1, Kind::Put).len() + value.len();
-        let mut chunks = Vec::new();
+        let mut grew = Vec::new();
         let mut n = 0u64;
-        while chunks.len() < 6 {
+        while grew.len() < 6 {
             let before = m.bytes();
             n += 1;
             put(&m, format!("row{n:04}").as_bytes(), b"c", 1, n, &value);
             // The first insert allocates the row filter too.
             let filter = if n == 1 { m.rows.bytes() } else { 0 };
-            let grew = m.bytes() - before - NODE_OVERHEAD - filter;
-            if grew > 0 {
-                chunks.push(grew);
+            if m.bytes() - before > filter {
+                grew.push(m.bytes() - before - filter);
             }
         }
-        // Each chunk as big as all before it: 4, 4, 8, 16, 32, then 64 KiB at most.
-        assert_eq!(chunks, [4 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10]);
-        // The chunk before the last held as many entries as fit in it.
-        assert_eq!(
-            n as usize - 1,
-            [4, 4, 8, 16, 32].iter().map(|k| (k << 10) / entry).sum::<usize>()
-        );
+        // Memory grows a chunk at a time, each as big as all before it.
+        assert_eq!(grew, [4 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10]);
+        assert_eq!(m.bytes(), m.rows.bytes() + m.list.allocated());
         let large = vec![9u8; LARGEST_CHUNK / 4];
         let before = m.bytes();
         put(&m, b"zlarge", b"c", 1, n + 1, &large);
-        let large_entry = key::encode(b"zlarge", b"c", 1, 1, Kind::Put).len() + large.len();
-        assert_eq!(m.bytes() - before, large_entry + NODE_OVERHEAD, "allocated alone");
+        let key_len = key::encode(b"zlarge", b"c", 1, 1, Kind::Put).len();
+        // A node of some height, its key and the value, rounded to 8 bytes.
+        let alone = m.bytes() - before;
+        assert!(
+            (56 + key_len + large.len()..56 + 88 + key_len + large.len() + 8).contains(&alone),
+            "{alone}"
+        );
+        assert_eq!(m.bytes(), m.rows.bytes() + m.list.allocated());
         let mut seen = 0;
         m.for_each(|k, v| {
             let row = key::parse(k).map(|k| k.row).unwrap_or_default();
@@ -860,9 +569,8 @@ mod tests {
     #[test]
     fn an_entry_inserted_again_under_its_key_leaves_the_first_in_place_under_a_cursor() {
         // Never done by the store (every write has its own sequence number),
-        // but it is what keeps the skip list from ever unlinking a node a
-        // reader may stand on: a replacing insert would free the first entry
-        // under the cursor.
+        // but a node a reader may stand on must never be replaced: the
+        // second insert leaves the first entry where it is.
         let m = Arc::new(Memtable::new());
         put(&m, b"r", b"c", 1, 1, b"first");
         let prefix = key::cell_prefix(b"r", b"c");
@@ -871,44 +579,7 @@ mod tests {
         assert_eq!(cursor.value_bytes(), b"first");
         let (hit, examined) = m.newest_with_prefix(&prefix, u64::MAX);
         assert_eq!((hit.map(|(_, v)| v), examined), (Some(Bytes::from_static(b"first")), 1));
-        assert_eq!(m.map.len(), 1);
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn entry_order_is_key_byte_order(
-            a in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48),
-            b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48),
-        ) {
-            let (ka, kb) = (MemEntry::new(Bytes::from(a.clone()), a.len()), MemEntry::new(Bytes::from(b.clone()), b.len()));
-            proptest::prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
-            proptest::prop_assert_eq!(ka == kb, a == b);
-        }
-
-        #[test]
-        fn entry_order_is_key_byte_order_when_the_heads_agree(
-            shared in proptest::collection::vec(0u8..2, 0..40),
-            a in proptest::collection::vec(0u8..2, 0..12),
-            b in proptest::collection::vec(0u8..2, 0..12),
-        ) {
-            // Keys of zeros and ones with a long common start: their inline
-            // heads are mostly equal, and zero bytes meet the zero padding.
-            let (a, b) = ([&shared[..], &a[..]].concat(), [&shared[..], &b[..]].concat());
-            let (ka, kb) = (MemEntry::new(Bytes::from(a.clone()), a.len()), MemEntry::new(Bytes::from(b.clone()), b.len()));
-            proptest::prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
-            proptest::prop_assert_eq!(ka == kb, a == b);
-        }
-    }
-
-    #[test]
-    fn an_entry_with_its_32_byte_head_is_72_bytes_so_a_node_stays_80_plus_its_tower() {
-        // crossbeam's node: the entry, a reference count and height (8 bytes),
-        // then the tower. With a 16-byte-aligned `u128` head the entry was 64
-        // bytes and the node padded to 80 all the same.
-        assert_eq!(
-            (std::mem::size_of::<MemEntry>(), std::mem::align_of::<MemEntry>()),
-            (72, 8)
-        );
+        assert_eq!((m.list.len(), m.entries()), (1, 1));
     }
 
     #[test]

@@ -233,10 +233,10 @@ mod tests {
 
     #[test]
     fn a_filter_for_a_memtable_with_no_reachable_limit_takes_16_mib() {
-        // About 1.5 GiB of 117-byte entries: 134,217,720 bits, 2^19 blocks.
+        // 13,421,772 entries (a GiB of the smallest, 80 bytes each): 134,217,720 bits, 2^19 blocks.
         assert_eq!(RowFilter::for_entries(13_421_772).bytes(), 16 << 20);
         // usize::MAX bytes of memtable: not 137 GB of filter.
-        assert_eq!(RowFilter::for_entries(usize::MAX / 117 + 1).bytes(), 16 << 20);
+        assert_eq!(RowFilter::for_entries(usize::MAX / 80 + 1).bytes(), 16 << 20);
     }
 
     #[test]

@@ -1,0 +1,572 @@
+//! The memtable's skip list: one writer, readers that take no lock, nodes in
+//! an arena, and inserts that start from where the last one ended.
+//!
+//! A skip list is a sorted linked list with express lanes. Every node is on
+//! level 0; a quarter of them are also on level 1, a quarter of those on
+//! level 2, and so on (each node's height is drawn at random when it is
+//! inserted). A search starts on the highest level at the head, runs right
+//! while the next node is smaller than its key, then drops a level: about
+//! two steps per level, `log4(n)` levels.
+//!
+//! Three facts about a memtable make this one simpler and faster than a
+//! general concurrent skip list (crossbeam's, which cellar used before):
+//!
+//! * **One writer.** The store's write lock admits one writer at a time, so
+//!   an insert needs no compare-and-swap: it links its node level by level,
+//!   bottom first, each link a single release store. A reader that loads a
+//!   link (acquire) sees the node whole: its key and value were written
+//!   before the store that published it. A reader may see a node on level 0
+//!   before it appears on level 3; it then walks a little further on a lower
+//!   level, and still finds every key in order. (LevelDB's `SkipList`.)
+//! * **Nothing is ever removed.** A node, once linked, stays where it is
+//!   until the whole list is dropped, so a reader can stand on any node for
+//!   as long as it holds the list: no epoch, no reference counts, no hazard.
+//!   Nodes and their entries live in the list's [`Arena`] and are freed
+//!   with it, a chunk at a time.
+//! * **Writes arrive in runs.** The cells of a row written together are
+//!   neighbours in key order (`row, c0`, `row, c1`, ...). The writer keeps
+//!   the *splice* of its last insert: on each level, the node after which
+//!   the last key went. The next insert checks, from level 0 up, whether its
+//!   key still falls between that node and its successor; from the lowest
+//!   level where it does, only the levels below are searched, starting from
+//!   there. For the second to tenth cells of a row this is a few comparisons
+//!   with nodes just touched, instead of a search from the head through
+//!   cold memory. (RocksDB's `InlineSkipList` keeps a splice the same way.)
+//!
+//! A node is laid out in one piece of the arena: a 48-byte header (the first
+//! 32 bytes of the key as four big-endian words, the key and value lengths,
+//! the height), its tower of `height` next pointers, the key, the value.
+//! Comparisons of two keys of one row are mostly decided by the inline words,
+//! inside the node the search already loaded.
+
+use std::cmp::Ordering;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
+
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::arena::Arena;
+
+/// Most levels a node can have. With a quarter of the nodes going up each
+/// level, 12 levels serve 4^12 = 16M entries at full speed (a memtable holds
+/// under a million).
+pub(crate) const MAX_HEIGHT: usize = 12;
+
+/// Bytes of a key kept inline in its node, and the words holding them.
+const HEAD_BYTES: usize = 32;
+const HEAD_WORDS: usize = HEAD_BYTES / 8;
+
+/// The fixed part of a node; its tower, key and value follow it in the arena.
+#[repr(C)]
+struct Header {
+    /// The key's first 32 bytes, zero-padded, as big-endian words: comparing
+    /// the words in order compares the bytes in order.
+    head: [u64; HEAD_WORDS],
+    key_len: u32,
+    value_len: u32,
+    height: u32,
+    _pad: u32,
+}
+
+/// Where a node's tower starts: right after its header.
+const TOWER_OFFSET: usize = std::mem::size_of::<Header>();
+
+/// Bytes of the arena a node takes for an entry of these lengths and this height.
+const fn node_len(height: usize, key_len: usize, value_len: usize) -> usize {
+    TOWER_OFFSET + height * std::mem::size_of::<AtomicPtr<Header>>() + key_len + value_len
+}
+
+/// The fewest bytes an entry with a key of `key_len` bytes can take in the
+/// arena: a node of height 1, rounded up as the arena rounds.
+pub(crate) const fn min_entry_bytes(key_len: usize) -> usize {
+    node_len(1, key_len, 0).div_ceil(crate::arena::ALIGN) * crate::arena::ALIGN
+}
+
+/// A key's inline head: its first 32 bytes, zero-padded, as big-endian words.
+fn head_of(key: &[u8]) -> [u64; HEAD_WORDS] {
+    let mut padded = [0u8; HEAD_BYTES];
+    let n = key.len().min(HEAD_BYTES);
+    if let (Some(dst), Some(src)) = (padded.get_mut(..n), key.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    let mut head = [0u64; HEAD_WORDS];
+    for (word, chunk) in head.iter_mut().zip(padded.chunks_exact(8)) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(chunk);
+        *word = u64::from_be_bytes(b);
+    }
+    head
+}
+
+/// A key to search for, with its head computed once for the whole search.
+pub(crate) struct Probe<'k> {
+    head: [u64; HEAD_WORDS],
+    key: &'k [u8],
+}
+
+impl<'k> Probe<'k> {
+    pub fn new(key: &'k [u8]) -> Probe<'k> {
+        Probe {
+            head: head_of(key),
+            key,
+        }
+    }
+}
+
+/// A node of a list, for as long as the list is borrowed.
+#[derive(Clone, Copy)]
+pub(crate) struct Node<'a> {
+    ptr: NonNull<Header>,
+    _list: PhantomData<&'a SkipList>,
+}
+
+/// A node's address, kept without a borrow of its list (by a cursor that
+/// owns its memtable). Turned back into a [`Node`] with [`SkipList::node`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NodeAddr(NonNull<Header>);
+
+// SAFETY: an address is only a number until `SkipList::node` turns it back
+// into a node, under that function's contract; a node's memory is shared
+// read-only (its links are atomics), so any thread may hold it.
+unsafe impl Send for NodeAddr {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for NodeAddr {}
+
+impl<'a> Node<'a> {
+    fn header(&self) -> &'a Header {
+        // SAFETY: the node was written whole before it was published, its
+        // header is never written again, and it lives as long as the list
+        // (`'a`).
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// The link of this node on `level` (below its height).
+    fn link(&self, level: usize) -> &'a AtomicPtr<Header> {
+        debug_assert!(level < self.header().height as usize);
+        // SAFETY: the tower of `height` links follows the header inside the
+        // node's piece of the arena; the pointer is derived from the node's
+        // own, which covers the whole piece; `level < height`.
+        unsafe {
+            &*self
+                .ptr
+                .as_ptr()
+                .cast::<u8>()
+                .add(TOWER_OFFSET)
+                .cast::<AtomicPtr<Header>>()
+                .add(level)
+        }
+    }
+
+    /// The next node on `level`, as published (acquire: its contents too).
+    fn next(&self, level: usize) -> Option<Node<'a>> {
+        NonNull::new(self.link(level).load(AtomicOrdering::Acquire)).map(|ptr| Node {
+            ptr,
+            _list: PhantomData,
+        })
+    }
+
+    /// The next node on level 0: the following key.
+    pub fn next_entry(&self) -> Option<Node<'a>> {
+        self.next(0)
+    }
+
+    fn entry(&self) -> &'a [u8] {
+        let h = self.header();
+        let start = TOWER_OFFSET + h.height as usize * std::mem::size_of::<AtomicPtr<Header>>();
+        // SAFETY: key and value follow the tower in the node's piece, written
+        // before the node was published and never again.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr.as_ptr().cast::<u8>().add(start),
+                h.key_len as usize + h.value_len as usize,
+            )
+        }
+    }
+
+    pub fn key(&self) -> &'a [u8] {
+        self.entry().get(..self.header().key_len as usize).unwrap_or_default()
+    }
+
+    pub fn value(&self) -> &'a [u8] {
+        self.entry().get(self.header().key_len as usize..).unwrap_or_default()
+    }
+
+    pub fn addr(&self) -> NodeAddr {
+        NodeAddr(self.ptr)
+    }
+
+    /// This node's key against the probe's, in byte order: inline heads
+    /// first; equal heads (the keys agree on 32 bytes, counting the zeros
+    /// that pad a short key) fall back to the bytes past them, then to the
+    /// lengths (a key that fits its head is a prefix of a longer one with
+    /// the same head, or both fit and the shorter is the other's prefix
+    /// followed by zeros).
+    fn cmp(&self, probe: &Probe<'_>) -> Ordering {
+        let h = self.header();
+        h.head.cmp(&probe.head).then_with(|| {
+            let key = self.key();
+            let tail = key.get(HEAD_BYTES..).unwrap_or_default();
+            tail.cmp(probe.key.get(HEAD_BYTES..).unwrap_or_default())
+                .then_with(|| key.len().cmp(&probe.key.len()))
+        })
+    }
+
+    fn same(&self, other: Node<'_>) -> bool {
+        self.ptr == other.ptr
+    }
+}
+
+/// What only the writer touches: the arena, the splice, the height dice.
+struct Writer {
+    arena: Arena,
+    /// On each level, the node after which the last key went in (the head
+    /// before any insert, and on levels no node has reached yet).
+    splice: [NonNull<Header>; MAX_HEIGHT],
+    /// xorshift64* state for node heights: a fixed seed, so a memtable's
+    /// memory for a given sequence of writes is the same on every run.
+    dice: u64,
+    len: usize,
+}
+
+/// A sorted set of entries (key, value) with one writer at a time and any
+/// number of readers. Keys are unique: inserting a key that is already in
+/// leaves the first entry where it is.
+pub(crate) struct SkipList {
+    /// The head node: no key, a tower of [`MAX_HEIGHT`] links. A `Box`
+    /// turned into a raw pointer once, freed by `drop`.
+    head: NonNull<Header>,
+    /// Levels in use (at least 1). Read relaxed: a reader that sees a new
+    /// height before the head's link on it finds that link null and drops a
+    /// level, which costs it nothing.
+    height: AtomicUsize,
+    writer: Mutex<Writer>,
+}
+
+// SAFETY: readers share nodes that are immutable once published except for
+// their links, which are atomics; everything the writer mutates sits behind
+// its mutex. The raw pointers point into memory the list owns.
+unsafe impl Send for SkipList {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for SkipList {}
+
+/// The head: a header and a full tower, one allocation.
+#[repr(C)]
+struct HeadNode {
+    header: Header,
+    tower: [AtomicPtr<Header>; MAX_HEIGHT],
+}
+
+impl SkipList {
+    pub fn new() -> SkipList {
+        let head = Box::new(HeadNode {
+            header: Header {
+                head: [0; HEAD_WORDS],
+                key_len: 0,
+                value_len: 0,
+                height: MAX_HEIGHT as u32,
+                _pad: 0,
+            },
+            tower: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+        });
+        // SAFETY: `Box::into_raw` never returns null.
+        let head = unsafe { NonNull::new_unchecked(Box::into_raw(head)) }.cast::<Header>();
+        SkipList {
+            head,
+            height: AtomicUsize::new(1),
+            writer: Mutex::new(Writer {
+                arena: Arena::new(),
+                splice: [head; MAX_HEIGHT],
+                dice: 0x9E37_79B9_7F4A_7C15,
+                len: 0,
+            }),
+        }
+    }
+
+    fn head(&self) -> Node<'_> {
+        Node {
+            ptr: self.head,
+            _list: PhantomData,
+        }
+    }
+
+    /// Turns an address back into a node of this list.
+    ///
+    /// # Safety
+    ///
+    /// `addr` must come from a node of this very list ([`Node::addr`]).
+    pub unsafe fn node(&self, addr: NodeAddr) -> Node<'_> {
+        Node {
+            ptr: addr.0,
+            _list: PhantomData,
+        }
+    }
+
+    /// The first entry.
+    pub fn first(&self) -> Option<Node<'_>> {
+        self.head().next(0)
+    }
+
+    /// The last entry: right on each level as far as it goes.
+    pub fn last(&self) -> Option<Node<'_>> {
+        let mut x = self.head();
+        for level in (0..self.height.load(AtomicOrdering::Relaxed)).rev() {
+            while let Some(next) = x.next(level) {
+                x = next;
+            }
+        }
+        (!x.same(self.head())).then_some(x)
+    }
+
+    /// The first entry whose key is at or after `probe`'s.
+    pub fn seek(&self, probe: &Probe<'_>) -> Option<Node<'_>> {
+        let mut x = self.head();
+        // The node last found not smaller than the probe: when a lower
+        // level's next is that same node, it needs no second comparison.
+        let mut not_smaller: Option<Node<'_>> = None;
+        let mut level = self.height.load(AtomicOrdering::Relaxed).max(1) - 1;
+        loop {
+            let next = x.next(level);
+            match next {
+                Some(n) if !not_smaller.is_some_and(|b| b.same(n)) && n.cmp(probe) == Ordering::Less => x = n,
+                _ => {
+                    if level == 0 {
+                        return next;
+                    }
+                    not_smaller = next;
+                    level -= 1;
+                }
+            }
+        }
+    }
+
+    /// Starts inserting: takes the writer's lock (the store has one writer;
+    /// the lock makes that a fact the compiler can rely on).
+    pub fn writer(&self) -> ListWriter<'_> {
+        ListWriter {
+            list: self,
+            w: self.writer.lock(),
+        }
+    }
+
+    /// Entries in the list.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.writer.lock().len
+    }
+
+    /// Bytes of the arena's chunks.
+    #[cfg(test)]
+    pub fn allocated(&self) -> usize {
+        self.writer.lock().arena.allocated()
+    }
+}
+
+impl Drop for SkipList {
+    fn drop(&mut self) {
+        // SAFETY: the head is the `Box<HeadNode>` made by `new`, freed once,
+        // here; the arena (dropped after this) frees every other node.
+        drop(unsafe { Box::from_raw(self.head.as_ptr().cast::<HeadNode>()) });
+    }
+}
+
+/// The writer of a list, holding its lock.
+pub(crate) struct ListWriter<'a> {
+    list: &'a SkipList,
+    w: MutexGuard<'a, Writer>,
+}
+
+impl ListWriter<'_> {
+    /// Inserts `key` with `value` (copied into the arena), unless an entry
+    /// with this key is in already. Returns whether it went in, and the bytes
+    /// taken from the allocator for it (a new arena chunk, or 0).
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> (bool, usize) {
+        let list = self.list;
+        let head = list.head();
+        let probe = Probe::new(key);
+        // The lowest level whose splice still brackets the key: its node is
+        // before the key (or the head) and its successor after it (or none).
+        // From there up every level brackets it too: a higher level's node
+        // is at or before a lower level's, and its successor at or after.
+        let node = |ptr: NonNull<Header>| Node {
+            ptr,
+            _list: PhantomData,
+        };
+        let mut top = 0;
+        while top < MAX_HEIGHT {
+            let prev = node(self.w.splice[top]);
+            let before = prev.same(head) || prev.cmp(&probe) == Ordering::Less;
+            if before && prev.next(top).is_none_or(|n| n.cmp(&probe) != Ordering::Less) {
+                break;
+            }
+            top += 1;
+        }
+        // Below it, search down from there (from the head if none brackets).
+        let mut x = match self.w.splice.get(top) {
+            Some(&p) => node(p),
+            None => head,
+        };
+        for level in (0..top).rev() {
+            while let Some(n) = x.next(level) {
+                if n.cmp(&probe) != Ordering::Less {
+                    break;
+                }
+                x = n;
+            }
+            if let Some(slot) = self.w.splice.get_mut(level) {
+                *slot = x.ptr;
+            }
+        }
+        if node(self.w.splice[0])
+            .next(0)
+            .is_some_and(|n| n.cmp(&probe) == Ordering::Equal)
+        {
+            return (false, 0);
+        }
+        let height = self.random_height();
+        let (len, value_len) = (u32::try_from(key.len()), u32::try_from(value.len()));
+        let (Ok(key_len32), Ok(value_len32)) = (len, value_len) else {
+            // The store refuses keys and values this long long before here.
+            return (false, 0);
+        };
+        let (piece, taken) = self.w.arena.alloc(node_len(height, key.len(), value.len()));
+        let ptr = piece.cast::<Header>();
+        // SAFETY: the piece is fresh, 8-byte aligned and `node_len` bytes
+        // long: a header, `height` links, the key and the value. No reader
+        // can reach it before the first link below publishes it.
+        unsafe {
+            ptr.as_ptr().write(Header {
+                head: probe.head,
+                key_len: key_len32,
+                value_len: value_len32,
+                height: height as u32,
+                _pad: 0,
+            });
+            let bytes = piece
+                .as_ptr()
+                .add(TOWER_OFFSET + height * std::mem::size_of::<AtomicPtr<Header>>());
+            std::ptr::copy_nonoverlapping(key.as_ptr(), bytes, key.len());
+            std::ptr::copy_nonoverlapping(value.as_ptr(), bytes.add(key.len()), value.len());
+        }
+        let new = node(ptr);
+        if height > list.height.load(AtomicOrdering::Relaxed) {
+            // Levels no node had reached: their splice is the head already.
+            list.height.store(height, AtomicOrdering::Relaxed);
+        }
+        for level in 0..height {
+            let prev = node(self.w.splice[level]);
+            let next = prev.link(level).load(AtomicOrdering::Relaxed);
+            new.link(level).store(next, AtomicOrdering::Relaxed);
+            // Publishes the node on this level, with everything written above.
+            prev.link(level).store(ptr.as_ptr(), AtomicOrdering::Release);
+            self.w.splice[level] = ptr;
+        }
+        self.w.len += 1;
+        (true, taken)
+    }
+
+    /// A height for a new node: 1, then one more with probability 1/4 each time.
+    fn random_height(&mut self) -> usize {
+        let mut x = self.w.dice;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.w.dice = x;
+        let bits = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        // Two random bits per level: both zero is the 1-in-4 chance to go up.
+        let mut height = 1;
+        while height < MAX_HEIGHT && (bits >> (2 * height)) & 3 == 0 {
+            height += 1;
+        }
+        height
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn keys(list: &SkipList) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut x = list.first();
+        while let Some(n) = x {
+            out.push(n.key().to_vec());
+            x = n.next_entry();
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn a_list_holds_each_key_once_in_byte_order_and_seeks_find_the_first_not_smaller(
+            inserts in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..40), 0..200),
+            seeks in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..40), 0..20),
+        ) {
+            // Keys of few byte values and mixed lengths: long shared heads,
+            // zero bytes that meet the padding, keys that prefix others.
+            let list = SkipList::new();
+            let mut model = std::collections::BTreeMap::new();
+            {
+                let mut w = list.writer();
+                for (i, k) in inserts.iter().enumerate() {
+                    let value = i.to_be_bytes();
+                    let (went_in, _) = w.insert(k, &value);
+                    prop_assert_eq!(went_in, !model.contains_key(k));
+                    model.entry(k.clone()).or_insert(value);
+                }
+            }
+            prop_assert_eq!(keys(&list), model.keys().cloned().collect::<Vec<_>>());
+            prop_assert_eq!(list.len(), model.len());
+            prop_assert_eq!(list.last().map(|n| n.key().to_vec()), model.keys().next_back().cloned());
+            for s in inserts.iter().chain(&seeks) {
+                let found = list.seek(&Probe::new(s)).map(|n| (n.key().to_vec(), n.value().to_vec()));
+                let want = model.range(s.clone()..).next().map(|(k, v)| (k.clone(), v.to_vec()));
+                prop_assert_eq!(found, want);
+            }
+        }
+    }
+
+    #[test]
+    fn runs_of_neighbouring_keys_are_inserted_from_the_splice_in_any_order() {
+        // Rows of ten cells each, rows in scrambled order, cells ascending
+        // within a row (the splice's case), then a second pass descending.
+        let list = SkipList::new();
+        let mut model = std::collections::BTreeSet::new();
+        let mut w = list.writer();
+        for pass in 0..2 {
+            for r in 0..500u32 {
+                let row = r * 7_919 % 500;
+                for c in 0..10u32 {
+                    let c = if pass == 0 { c } else { 9 - c };
+                    let k = format!("row{row:05}/c{c}/{pass}").into_bytes();
+                    assert!(w.insert(&k, b"v").0);
+                    model.insert(k);
+                }
+            }
+        }
+        drop(w);
+        assert_eq!(keys(&list), model.into_iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn heights_fall_by_a_quarter_a_level() {
+        let list = SkipList::new();
+        let mut w = list.writer();
+        let mut counts = [0usize; MAX_HEIGHT + 1];
+        for _ in 0..100_000 {
+            counts[w.random_height()] += 1;
+        }
+        // 75% height 1, 18.75% height 2, 4.7% height 3: within 1% of it.
+        assert!((74_000..76_000).contains(&counts[1]), "{counts:?}");
+        assert!((18_000..19_500).contains(&counts[2]), "{counts:?}");
+        assert!((4_300..5_100).contains(&counts[3]), "{counts:?}");
+        assert_eq!(counts[0], 0);
+    }
+
+    #[test]
+    fn a_node_header_is_48_bytes() {
+        assert_eq!((TOWER_OFFSET, std::mem::align_of::<Header>()), (48, 8));
+        assert_eq!(min_entry_bytes(20), 80);
+    }
+}
