@@ -26,16 +26,14 @@ pub(crate) const LARGEST_CHUNK: usize = 64 << 10;
 /// Every piece is aligned to this (a skip-list node holds `u64`s and pointers).
 pub(crate) const ALIGN: usize = 8;
 
-/// Chunks of zeroed, 8-byte aligned memory, and the free room of the last.
+/// Chunks of 8-byte aligned memory, and the free room of the last.
 ///
 /// An arena hands out raw pointers: it does not know what is written in its
 /// pieces, and it never moves or frees a piece before it is dropped itself.
 /// Its owner (the skip list) keeps it behind its writer's lock.
 pub(crate) struct Arena {
-    /// Every chunk, as the `Box<[u64]>` it was, turned into a raw pointer
-    /// once (so no later borrow of the box can invalidate the pointers
-    /// handed out of it) and rebuilt only to be freed.
-    chunks: Vec<(NonNull<u64>, usize)>,
+    /// Every chunk: its start and its length in bytes.
+    chunks: Vec<(NonNull<u8>, usize)>,
     /// The free room of the chunk being filled: its start, and its length.
     free: NonNull<u8>,
     free_len: usize,
@@ -66,7 +64,7 @@ impl Arena {
         self.allocated
     }
 
-    /// A piece of `len` zeroed bytes, 8-byte aligned, that stays where it is
+    /// A piece of `len` bytes (not zeroed), 8-byte aligned, that stays where it is
     /// until the arena is dropped; and the bytes newly taken from the
     /// allocator for it (a new chunk's size, or 0).
     pub fn alloc(&mut self, len: usize) -> (NonNull<u8>, usize) {
@@ -90,25 +88,37 @@ impl Arena {
         (piece, taken)
     }
 
-    /// A new zeroed chunk of `len` bytes (a multiple of [`ALIGN`]).
+    /// A new chunk of `len` bytes (a multiple of [`ALIGN`]), not zeroed:
+    /// whoever takes a piece writes it before anything reads it.
     fn new_chunk(&mut self, len: usize) -> NonNull<u8> {
-        let words = len / ALIGN;
-        let chunk: Box<[u64]> = vec![0u64; words].into_boxed_slice();
-        let raw = Box::into_raw(chunk);
-        // SAFETY: `Box::into_raw` never returns null.
-        let start = unsafe { NonNull::new_unchecked(raw.cast::<u64>()) };
-        self.chunks.push((start, words));
+        let layout = chunk_layout(len);
+        // SAFETY: the layout's size is not zero (every piece is at least 8
+        // bytes, every chunk at least `FIRST_CHUNK`).
+        let raw = unsafe { std::alloc::alloc(layout) };
+        let Some(start) = NonNull::new(raw) else {
+            std::alloc::handle_alloc_error(layout);
+        };
+        self.chunks.push((start, len));
         self.allocated += len;
-        start.cast()
+        start
     }
+}
+
+/// How a chunk of `len` bytes is allocated (and freed).
+fn chunk_layout(len: usize) -> std::alloc::Layout {
+    // A chunk is at most a piece's size rounded up to 8, and a piece is an
+    // entry the store already bounded: never near `isize::MAX`, where this
+    // fails as `Vec` does ("capacity overflow").
+    std::alloc::Layout::from_size_align(len.max(ALIGN), ALIGN)
+        .unwrap_or_else(|_| panic!("an arena chunk of {len} bytes is too large to allocate"))
 }
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        for &(start, words) in &self.chunks {
-            // SAFETY: each pair is a `Box<[u64]>` of `words` words turned
-            // into a raw pointer by `new_chunk`, freed exactly once, here.
-            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(start.as_ptr(), words)) });
+        for &(start, len) in &self.chunks {
+            // SAFETY: each pair is a chunk allocated by `new_chunk` with
+            // this layout, freed exactly once, here.
+            unsafe { std::alloc::dealloc(start.as_ptr(), chunk_layout(len)) };
         }
     }
 }
@@ -142,7 +152,7 @@ mod tests {
     }
 
     #[test]
-    fn pieces_are_aligned_zeroed_and_apart() {
+    fn pieces_are_aligned_and_apart() {
         let mut arena = Arena::new();
         let pieces: Vec<(NonNull<u8>, usize)> = [1, 7, 8, 13, 100, 2000, 30_000]
             .into_iter()
@@ -150,10 +160,9 @@ mod tests {
             .collect();
         for &(piece, len) in &pieces {
             assert_eq!(piece.as_ptr() as usize % ALIGN, 0);
-            // SAFETY: the piece is `len` bytes the arena handed out and still owns.
-            let bytes = unsafe { std::slice::from_raw_parts_mut(piece.as_ptr(), len) };
-            assert!(bytes.iter().all(|&b| b == 0));
-            bytes.fill(0xAB);
+            // SAFETY: the piece is `len` bytes the arena handed out and still
+            // owns; it is written before it is read.
+            unsafe { std::ptr::write_bytes(piece.as_ptr(), 0xAB, len) };
         }
         // Writing every piece full disturbed no other.
         for &(piece, len) in &pieces {

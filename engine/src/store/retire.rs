@@ -1,31 +1,32 @@
 //! Who frees a flushed memtable: the writer, on its next write.
 //!
-//! A memtable is a skip list of some hundred thousand nodes, each one
-//! allocation made by the thread that wrote it. glibc's allocator gives every
-//! thread an arena of its own, so the writer's mallocs are uncontended; but a
-//! block freed by *another* thread goes back to the arena it came from, under
-//! that arena's lock. When the flush thread dropped the memtable it had just
-//! written out, it freed ~600k nodes into the writer's arena one lock at a
-//! time, while the writer took the same lock for every node it inserted.
-//! Measured on a YCSB load of 300k records (10 cells each): the writer blocked
-//! on that lock ~6000 times, a third of its wall time, and loaded 90k records/s.
+//! A memtable's memory was allocated by the thread that wrote it. glibc's
+//! allocator gives every thread an arena of its own, so the writer's
+//! allocations are uncontended; but a block freed by *another* thread goes
+//! back to the arena it came from, under that arena's lock, which the writer
+//! takes for its own allocations. When the memtable was crossbeam's skip
+//! list, one allocation per node, the flush thread dropping the memtable it
+//! had just written out freed ~600k nodes into the writer's arena one lock
+//! at a time. Measured on a YCSB load of 300k records (10 cells each): the
+//! writer blocked on that lock ~6000 times, a third of its wall time, and
+//! loaded 90k records/s; retired here and freed by the writer, 126-132k.
 //!
-//! So a flush *retires* its memtable here instead, and the next write frees it
-//! after releasing the write lock: the nodes go back to the arena they came
-//! from, by the thread that owns it (126-132k records/s on the same load).
-//! RocksDB's and LevelDB's memtables do not have the problem (their nodes live
-//! in a few big arena blocks, freed in a handful of calls); crossbeam's skip
-//! list allocates each node on its own, so cellar chooses the freeing thread.
+//! So a flush *retires* its memtable here, and the next write frees it after
+//! releasing the write lock: the memory goes back to the arena it came from,
+//! by the thread that owns it. Since the memtable keeps its nodes in chunks
+//! of its own ([`crate::arena`]), as RocksDB's and LevelDB's do, a flushed
+//! memtable is a few hundred chunks (a thousand calls to `free` for 64 MiB,
+//! not 600k) and the fight for the lock is small wherever it is freed; the
+//! writer frees it all the same.
 //!
-//! What it costs: the write that frees a memtable takes a few milliseconds
-//! longer (one write per memtable flushed). And a store that stops writing
-//! must not keep its retired memtables forever: the flush thread, with no
-//! work, wakes after [`RETIRED_GRACE`] and frees those no write has followed
-//! (the writer is not allocating, so there is no lock to fight over). Under a
-//! steady load the writer always writes within the grace, and frees them
-//! itself. (Freeing at the very moment the flush thread runs out of work
-//! does not do: measured, the writer had not yet written after the flush
-//! in almost every case, and the contention came back.)
+//! A store that stops writing must not keep its retired memtables forever:
+//! the flush thread, with no work, wakes after [`RETIRED_GRACE`] and frees
+//! those no write has followed (the writer is not allocating, so there is no
+//! lock to fight over). Under a steady load the writer always writes within
+//! the grace, and frees them itself. (Freeing at the very moment the flush
+//! thread runs out of work did not do, with crossbeam's list: the writer had
+//! not yet written after the flush in almost every case, and the contention
+//! came back.)
 
 use std::time::Duration;
 
