@@ -392,15 +392,17 @@ impl ListWriter<'_> {
             ptr,
             _list: PhantomData,
         };
-        let mut top = 0;
-        while top < MAX_HEIGHT {
-            let prev = node(self.w.splice[top]);
-            let before = prev.same(head) || prev.cmp(&probe) == Ordering::Less;
-            if before && prev.next(top).is_none_or(|n| n.cmp(&probe) != Ordering::Less) {
-                break;
-            }
-            top += 1;
-        }
+        let top = self
+            .w
+            .splice
+            .iter()
+            .enumerate()
+            .position(|(level, &p)| {
+                let prev = node(p);
+                let before = prev.same(head) || prev.cmp(&probe) == Ordering::Less;
+                before && prev.next(level).is_none_or(|n| n.cmp(&probe) != Ordering::Less)
+            })
+            .unwrap_or(MAX_HEIGHT);
         // Below it, search down from there (from the head if none brackets).
         let mut x = match self.w.splice.get(top) {
             Some(&p) => node(p),
@@ -453,13 +455,13 @@ impl ListWriter<'_> {
             // Levels no node had reached: their splice is the head already.
             list.height.store(height, AtomicOrdering::Relaxed);
         }
-        for level in 0..height {
-            let prev = node(self.w.splice[level]);
+        for (level, slot) in self.w.splice.iter_mut().enumerate().take(height) {
+            let prev = node(*slot);
             let next = prev.link(level).load(AtomicOrdering::Relaxed);
             new.link(level).store(next, AtomicOrdering::Relaxed);
             // Publishes the node on this level, with everything written above.
             prev.link(level).store(ptr.as_ptr(), AtomicOrdering::Release);
-            self.w.splice[level] = ptr;
+            *slot = ptr;
         }
         self.w.len += 1;
         (true, taken)
