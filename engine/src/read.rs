@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::key::{self, Kind};
 use crate::merge::MergeIterator;
 use crate::source::{sources, Cursor, RowKey, Source};
-use crate::trace::{Settled, SourceTrace, Trace};
+use crate::trace::{Settled, SourceKind, SourceTrace, Trace};
 use crate::version::{FamilyVersion, TableFile, Version};
 use crate::visibility::{Verdict, Visibility};
 
@@ -341,10 +341,12 @@ impl Snapshot {
     /// It reads exactly what `get_row` reads (the same trace), and builds no
     /// [`Cell`] and no vector.
     pub fn visit_row(&self, family: &str, row: impl AsRef<[u8]>, mut visit: impl FnMut(CellRef<'_>)) -> Result<usize> {
-        let mut read = self.row_read(family, row.as_ref(), &ColumnRange::all(), false)?;
+        let row = row.as_ref();
+        let mut read = self.row_read(family, row, &ColumnRange::all(), false)?;
         let mut visited = 0;
         while read.stop_at_visible()? {
-            read.lend_cell(&mut visit)?;
+            // The read keeps no copy of its row: the cell is lent the caller's.
+            read.lend_cell(&mut |cell| visit(CellRef { row, ..cell }))?;
             visited += 1;
         }
         Ok(visited)
@@ -546,9 +548,10 @@ struct RangeRead {
     /// cursor in `merge`. Both empty for a read built untraced.
     traces: Vec<SourceTrace>,
     cursor_of: Vec<Option<usize>>,
-    /// The row of the last cell returned, and the visibility rule's count of
-    /// rows started when it was returned: a cell starts a row when the count
-    /// has moved since (no key comparison needed).
+    /// The row of the last cell returned (left empty by a read of one row:
+    /// its caller has the row), and the visibility rule's count of rows
+    /// started when it was returned: a cell starts a row when the count has
+    /// moved since (no key comparison needed).
     row: Bytes,
     row_number: u64,
     /// Whether the visible entry the walk stands on (or the last cell
@@ -605,17 +608,16 @@ impl RangeRead {
         let mut row_tombstone: Option<(u64, u64)> = None;
 
         let count = 1 + fam.frozen.len() + fam.tables.len();
-        let mut cursors = Vec::with_capacity(count);
         // An untraced read keeps no trace: two allocations fewer per read.
         let traced_sources = if traced { count } else { 0 };
         let mut traces = Vec::with_capacity(traced_sources);
         let mut cursor_of = Vec::with_capacity(traced_sources);
-        // A scan reads the searched files of one run through one cursor (see
-        // `Cursor::over_run`): `run` gathers them until the run changes.
-        let mut run: (Option<u64>, Vec<(usize, Arc<TableFile>)>) = (None, Vec::new());
         let settle_start = row_prefix.filter(|_| probe_tombstones).unwrap_or(start);
         let mut overlapping = OverlappingFiles::default();
         let first_table = 1 + fam.frozen.len();
+        // First every source is settled; the ones left to search are opened
+        // below, in the same order.
+        let mut searched = Vec::new();
         for (index, source) in sources(fam).enumerate() {
             let mut cost = ReadCost::default();
             let outside = match index.checked_sub(first_table) {
@@ -626,8 +628,35 @@ impl RangeRead {
                 true => Settled::KeyRange,
                 false => source.settle(settle_start, end_bytes.as_deref(), row_key.as_ref(), &mut cost),
             };
-            let mut st = SourceTrace::new(source.kind(), settled);
-            st.add_cost(&cost);
+            if settled == Settled::Searched {
+                searched.push((index, source));
+            }
+            if traced {
+                let mut st = SourceTrace::new(source.kind(), settled);
+                st.add_cost(&cost);
+                traces.push(st);
+                cursor_of.push(None);
+            }
+        }
+        // A read of one row waits, in each source it searches, for a chain
+        // of dependent loads (a memtable's skip list; a table's index, then
+        // its block). The chains do not depend on one another: when there
+        // are several, each table's block is asked for before any source is
+        // walked, so it arrives while the others are searched, not after.
+        if row.is_some() && searched.len() > 1 {
+            for (_, source) in &searched {
+                if let Source::Table(t) = source {
+                    t.table.prefetch_block_for(settle_start);
+                }
+            }
+        }
+        let mut cursors = Vec::with_capacity(searched.len());
+        // A scan reads the searched files of one run through one cursor (see
+        // `Cursor::over_run`): `run` gathers them until the run changes.
+        let mut run: (Option<u64>, Vec<(usize, Arc<TableFile>)>) = (None, Vec::new());
+        // Where an untraced read counts a tombstone probe (nowhere anyone looks).
+        let mut untraced = SourceTrace::new(SourceKind::ActiveMemtable, Settled::Searched);
+        for (index, source) in searched {
             let run_id = match source {
                 Source::Table(t) if row.is_none() => Some(t.meta.run),
                 _ => None,
@@ -636,26 +665,23 @@ impl RangeRead {
                 cursors.push(Cursor::over_run(std::mem::take(&mut run.1), start, end_bytes.clone())?);
             }
             run.0 = run_id;
-            let mut cursor = None;
-            if settled == Settled::Searched {
-                cursor = Some(cursors.len());
-                if let (Source::Table(t), Some(_)) = (source, run_id) {
-                    run.1.push((index, t.clone()));
-                } else {
-                    let mut reader = source.open();
-                    if let (true, Some(tp)) = (probe_tombstones && source.has_tombstones(), &tombstone_prefix) {
-                        if let Some(((ts, seq, _), _)) = reader.newest_with_prefix(tp, snap.sequence, &mut st)? {
-                            row_tombstone = row_tombstone.max(Some((ts, seq)));
-                        }
-                    }
-                    // The cursor continues the probe's iterator: its cost includes the probe's.
-                    cursors.push(reader.into_cursor(start, end_bytes.clone())?);
+            if let Some(cursor) = cursor_of.get_mut(index) {
+                *cursor = Some(cursors.len());
+            }
+            if let (Source::Table(t), Some(_)) = (source, run_id) {
+                run.1.push((index, t.clone()));
+                continue;
+            }
+            let mut reader = source.open();
+            if let (true, Some(tp)) = (probe_tombstones && source.has_tombstones(), &tombstone_prefix) {
+                // The probe's entries count in the source's trace (an untraced read has none).
+                let st = traces.get_mut(index).unwrap_or(&mut untraced);
+                if let Some(((ts, seq, _), _)) = reader.newest_with_prefix(tp, snap.sequence, st)? {
+                    row_tombstone = row_tombstone.max(Some((ts, seq)));
                 }
             }
-            if traced {
-                traces.push(st);
-                cursor_of.push(cursor);
-            }
+            // The cursor continues the probe's iterator: its cost includes the probe's.
+            cursors.push(reader.into_cursor(start, end_bytes.clone())?);
         }
         if !run.1.is_empty() {
             cursors.push(Cursor::over_run(run.1, start, end_bytes)?);
@@ -717,8 +743,11 @@ impl RangeRead {
                 self.new_row = self.visibility.rows_started() != self.row_number;
                 if self.new_row {
                     self.row_number = self.visibility.rows_started();
-                    let row_prefix = self.visibility.row();
-                    self.row = key::unescaped(row_prefix.get(..row_prefix.len().saturating_sub(2)).unwrap_or_default());
+                    if !self.one_row {
+                        let row_prefix = self.visibility.row();
+                        self.row =
+                            key::unescaped(row_prefix.get(..row_prefix.len().saturating_sub(2)).unwrap_or_default());
+                    }
                     self.column_at = 0;
                 }
                 return Ok(true);
@@ -1168,6 +1197,35 @@ mod tests {
                 );
             }
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_slice_counts_its_tombstone_probe_in_the_source_it_probed() -> crate::Result<()> {
+        use crate::trace::SourceKind;
+        use crate::ColumnRange;
+        let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
+        let store = Store::open(dir.path(), StoreOptions::default().family("f"))?;
+        for column in ["a", "b", "c"] {
+            store.put_at("f", "r1", column, 1, "old")?;
+        }
+        store.flush()?;
+        // The memtable holds the row's deletion and two newer columns; the
+        // table, no tombstone to probe for.
+        store.delete_row_at("f", "r1", 2)?;
+        store.put_at("f", "r1", "b", 3, "new")?;
+        store.put_at("f", "r1", "c", 3, "new")?;
+        let (cells, trace) = store.slice_traced("f", "r1", &ColumnRange::starting_at("b"))?;
+        let cells: Vec<(&[u8], u64)> = cells.iter().map(|c| (&c.column[..], c.timestamp)).collect();
+        assert_eq!(cells, [(&b"b"[..], 3), (b"c", 3)]);
+        let examined: Vec<(bool, u64)> = trace
+            .sources
+            .iter()
+            .map(|s| (s.source == SourceKind::ActiveMemtable, s.entries_examined))
+            .collect();
+        // The memtable: its deletion (the probe), then `b` and `c`; the
+        // table: its `b` and `c`, no probe.
+        assert_eq!(examined, [(true, 3), (false, 2)]);
         Ok(())
     }
 

@@ -252,7 +252,9 @@ enum CursorInner {
     Mem(MemtableCursor),
     /// Boxed: a table iterator is large, a memtable handle one pointer.
     Table(Box<TableIter>),
-    Run(RunFiles),
+    /// Boxed: a run's files and its open iterator are many words, and every
+    /// cursor of a read is as large as the largest kind.
+    Run(Box<RunFiles>),
 }
 
 /// The files of one run that a range read may need, walked as one sorted
@@ -485,7 +487,7 @@ impl Cursor {
         let mut run = RunFiles::open(files, start, end.clone())?;
         run.advance(start, 0)?;
         let mut cursor = Cursor {
-            inner: CursorInner::Run(run),
+            inner: CursorInner::Run(Box::new(run)),
             end,
             examined: 0,
             valid: false,
