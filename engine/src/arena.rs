@@ -68,7 +68,9 @@ impl Arena {
     /// until the arena is dropped; and the bytes newly taken from the
     /// allocator for it (a new chunk's size, or 0).
     pub fn alloc(&mut self, len: usize) -> (NonNull<u8>, usize) {
-        let len = len.div_ceil(ALIGN) * ALIGN;
+        // An empty piece takes 8 bytes too: a fresh arena's free room is a
+        // dangling pointer, not 8-byte aligned.
+        let len = len.max(1).div_ceil(ALIGN) * ALIGN;
         let next_chunk = self.allocated.clamp(FIRST_CHUNK, LARGEST_CHUNK);
         if len > next_chunk / 4 {
             // Its own chunk; the free room of the current one stays for later pieces.
@@ -154,7 +156,8 @@ mod tests {
     #[test]
     fn pieces_are_aligned_and_apart() {
         let mut arena = Arena::new();
-        let pieces: Vec<(NonNull<u8>, usize)> = [1, 7, 8, 13, 100, 2000, 30_000]
+        // Empty pieces too are aligned (each takes 8 bytes of a chunk).
+        let pieces: Vec<(NonNull<u8>, usize)> = [0, 1, 7, 8, 0, 13, 100, 2000, 30_000]
             .into_iter()
             .map(|len| (arena.alloc(len).0, len))
             .collect();
