@@ -346,6 +346,82 @@ mod tests {
         m.insert(&k, value, ts, seq, false, 7);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn a_memtable_reads_as_a_sorted_map_of_its_entries(
+            writes in proptest::collection::vec((0usize..5, 0usize..3, 0u64..3, 0usize..3), 0..80),
+            snapshot in 0u64..90,
+        ) {
+            // Rows and columns with zero bytes (escaped in the key), rows of
+            // 40 bytes (keys equal in their first 32 bytes), empty ones.
+            let long = [b'w'; 40];
+            let rows: [&[u8]; 5] = [b"", b"r", b"r\0", b"r\0zero", &long];
+            let columns: [&[u8]; 3] = [b"", b"c", b"c\0"];
+            let kinds = [Kind::Put, Kind::DeleteCell, Kind::DeleteRow];
+            let m = Arc::new(Memtable::new());
+            let mut model = std::collections::BTreeMap::new();
+            let mut cells = std::collections::BTreeSet::new();
+            // Three writes at a time through one inserter, as a batch goes in.
+            for (batch, chunk) in writes.chunks(3).enumerate() {
+                let mut inserter = m.inserter(batch as u64 + 1);
+                for (i, &(r, c, ts, kind)) in chunk.iter().enumerate() {
+                    let seq = (batch * 3 + i) as u64 + 1;
+                    let (row, kind) = (rows[r], kinds[kind]);
+                    let column = if kind == Kind::DeleteRow { &b""[..] } else { columns[c] };
+                    let k = key::encode(row, column, ts, seq, kind);
+                    let value = if kind.is_tombstone() { Vec::new() } else { k.iter().rev().copied().collect() };
+                    inserter.insert(&k, &value, ts, seq, kind.is_tombstone());
+                    cells.insert(key::prefix(&k).to_vec());
+                    model.insert(k, value);
+                }
+            }
+            let n = model.len();
+            proptest::prop_assert_eq!((m.entries(), m.list.len(), m.is_empty()), (n, n, n == 0));
+            let tombstones = model.keys().filter(|k| key::suffix(k).is_some_and(|(_, _, kind)| kind.is_tombstone())).count();
+            proptest::prop_assert_eq!(m.tombstones(), tombstones);
+            proptest::prop_assert_eq!(m.bytes(), m.list.allocated() + if n == 0 { 0 } else { m.rows.bytes() });
+            proptest::prop_assert_eq!(
+                m.key_range(),
+                model.keys().next().cloned().zip(model.keys().next_back().cloned())
+            );
+            let mut all = Vec::new();
+            m.for_each(|k, v| {
+                all.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            }).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            proptest::prop_assert_eq!(&all, &model.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>());
+            // Every cell's newest entry within the snapshot, and how many were looked at.
+            for cell in &cells {
+                let with_prefix = model.range(cell.clone()..).take_while(|(k, _)| k.starts_with(cell));
+                let mut examined = 0;
+                let mut want = None;
+                for (k, v) in with_prefix {
+                    examined += 1;
+                    if let Some(found) = key::suffix(k).filter(|&(_, seq, _)| seq <= snapshot) {
+                        want = Some((found, Bytes::from(v.clone())));
+                        break;
+                    }
+                }
+                proptest::prop_assert_eq!(m.newest_with_prefix(cell, snapshot), (want, examined));
+            }
+            // A cursor from every cell, walked to the end; reseeks back and forth.
+            let mut cursor = MemtableCursor::seek(m.clone(), b"");
+            for cell in cells.iter().chain(cells.iter().rev()) {
+                let mut from = MemtableCursor::seek(m.clone(), cell);
+                for (k, v) in model.range(cell.clone()..) {
+                    proptest::prop_assert_eq!((from.key(), from.value_bytes()), (Some(&k[..]), &v[..]));
+                    proptest::prop_assert_eq!(from.value(), Bytes::from(v.clone()));
+                    from.next();
+                }
+                proptest::prop_assert_eq!((from.key(), from.value_bytes(), from.value()), (None, &b""[..], Bytes::new()));
+                from.next();
+                proptest::prop_assert_eq!(from.key(), None);
+                cursor.reseek(cell);
+                proptest::prop_assert_eq!(cursor.key(), model.range(cell.clone()..).next().map(|(k, _)| &k[..]));
+            }
+        }
+    }
+
     #[test]
     fn newest_visible_version_is_found_first() {
         let m = Memtable::new();

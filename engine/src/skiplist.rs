@@ -434,7 +434,9 @@ impl ListWriter<'_> {
         let (piece, taken) = self.w.arena.alloc(node_len(height, key.len(), value.len()));
         let ptr = piece.cast::<Header>();
         // SAFETY: the piece is fresh, 8-byte aligned and `node_len` bytes
-        // long: a header, `height` links, the key and the value. No reader
+        // long: a header, `height` links (8-aligned after the 48-byte
+        // header), the key and the value, all written here through the
+        // piece's own pointer, before anything is read from it. No reader
         // can reach it before the first link below publishes it.
         unsafe {
             ptr.as_ptr().write(Header {
@@ -444,23 +446,30 @@ impl ListWriter<'_> {
                 height: height as u32,
                 _pad: 0,
             });
+            // The whole tower, each link the splice's successor on its level
+            // (the new node goes between them), before any level publishes
+            // it: the chunk is not zeroed, so a link is written before a
+            // reference to it is made, and a node is whole when published.
+            let tower = piece.as_ptr().add(TOWER_OFFSET).cast::<AtomicPtr<Header>>();
+            for (level, &prev) in self.w.splice.iter().enumerate().take(height) {
+                let next = node(prev).link(level).load(AtomicOrdering::Relaxed);
+                tower.add(level).write(AtomicPtr::new(next));
+            }
             let bytes = piece
                 .as_ptr()
                 .add(TOWER_OFFSET + height * std::mem::size_of::<AtomicPtr<Header>>());
             std::ptr::copy_nonoverlapping(key.as_ptr(), bytes, key.len());
             std::ptr::copy_nonoverlapping(value.as_ptr(), bytes.add(key.len()), value.len());
         }
-        let new = node(ptr);
         if height > list.height.load(AtomicOrdering::Relaxed) {
             // Levels no node had reached: their splice is the head already.
             list.height.store(height, AtomicOrdering::Relaxed);
         }
+        // Bottom first: a reader that reaches the node on a level only ever
+        // follows its links on that level and below, published already.
         for (level, slot) in self.w.splice.iter_mut().enumerate().take(height) {
-            let prev = node(*slot);
-            let next = prev.link(level).load(AtomicOrdering::Relaxed);
-            new.link(level).store(next, AtomicOrdering::Relaxed);
             // Publishes the node on this level, with everything written above.
-            prev.link(level).store(ptr.as_ptr(), AtomicOrdering::Release);
+            node(*slot).link(level).store(ptr.as_ptr(), AtomicOrdering::Release);
             *slot = ptr;
         }
         self.w.len += 1;
@@ -497,6 +506,247 @@ mod tests {
             x = n.next_entry();
         }
         out
+    }
+
+    /// Every level of the list walked on its own: each in strictly
+    /// ascending key order, each node on it tall enough to be there, every
+    /// node of a level also on the level below, nothing linked above the
+    /// list's height, and that height the tallest node's (1 when empty).
+    fn check_levels(list: &SkipList) -> Result<(), String> {
+        let height = list.height.load(AtomicOrdering::Relaxed);
+        let mut below: Vec<NonNull<Header>> = Vec::new();
+        let mut tallest = 1;
+        for level in 0..MAX_HEIGHT {
+            let mut on_level = Vec::new();
+            let mut x = list.head().next(level);
+            let mut previous: Option<&[u8]> = None;
+            while let Some(n) = x {
+                let node_height = n.header().height as usize;
+                if node_height <= level {
+                    return Err(format!("a node of height {node_height} on level {level}"));
+                }
+                tallest = tallest.max(node_height);
+                if previous.is_some_and(|p| p >= n.key()) {
+                    return Err(format!("level {level}: {previous:?} then {:?}", n.key()));
+                }
+                previous = Some(n.key());
+                on_level.push(n.ptr);
+                x = n.next(level);
+            }
+            if level >= height && !on_level.is_empty() {
+                return Err(format!("level {level} linked above the height {height}"));
+            }
+            if level > 0 {
+                // A subsequence of the level below (both are in key order).
+                let mut rest = below.iter();
+                if !on_level.iter().all(|p| rest.any(|b| b == p)) {
+                    return Err(format!("level {level} holds a node level {} does not", level - 1));
+                }
+            }
+            below = on_level;
+        }
+        if tallest != height {
+            return Err(format!("height {height}, tallest node {tallest}"));
+        }
+        Ok(())
+    }
+
+    /// The invariant `insert` relies on to start from its splice: on every
+    /// level the splice's node is on that level, a higher level's node is at
+    /// or before a lower level's, and its successor at or after. (Then a
+    /// level that brackets a key proves every level above brackets it too.)
+    fn check_splice(w: &ListWriter<'_>) -> Result<(), String> {
+        let node = |ptr: NonNull<Header>| Node {
+            ptr,
+            _list: PhantomData,
+        };
+        let head = w.list.head();
+        // A node's place in key order, the head before every key.
+        let place = |n: Node<'_>| (!n.same(head)).then(|| n.key().to_vec());
+        // A successor's place, no successor after every key.
+        let after = |n: Option<Node<'_>>| n.map(|n| n.key().to_vec());
+        let after_cmp = |a: &Option<Vec<u8>>, b: &Option<Vec<u8>>| match (a, b) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(_), None) => Ordering::Less,
+            (Some(a), Some(b)) => a.cmp(b),
+        };
+        for (level, pair) in w.w.splice.windows(2).enumerate() {
+            let (lower, higher) = (node(pair[0]), node(pair[1]));
+            if lower.header().height as usize <= level || higher.header().height as usize <= level + 1 {
+                return Err(format!("a splice node below its level at {level}"));
+            }
+            if place(higher) > place(lower) {
+                return Err(format!("level {}'s splice node is after level {level}'s", level + 1));
+            }
+            let (lower_next, higher_next) = (after(lower.next(level)), after(higher.next(level + 1)));
+            if after_cmp(&higher_next, &lower_next) == Ordering::Less {
+                return Err(format!(
+                    "level {}'s splice successor is before level {level}'s",
+                    level + 1
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Key sequences shaped like a memtable's writes, to insert in order.
+    #[derive(Debug, Clone)]
+    enum Run {
+        /// Neighbours `base + [i]` for `i` below `len` (the base itself
+        /// first when `with_base`: a key that prefixes the others),
+        /// ascending or descending.
+        Neighbours {
+            base: Vec<u8>,
+            len: u8,
+            descending: bool,
+            with_base: bool,
+        },
+        /// Two runs of neighbours far apart, taken in turn.
+        Alternating { a: Vec<u8>, b: Vec<u8>, len: u8 },
+        /// One key.
+        Key(Vec<u8>),
+        /// The `n`th key inserted so far (modulo their count), once more.
+        Again(usize),
+    }
+
+    /// Bases that meet the inline head's edges: empty, a few bytes, and
+    /// 31, 32 and 33 bytes shared by many keys, with zero bytes (which meet
+    /// the head's zero padding) and 0xff among the few byte values.
+    fn base() -> impl Strategy<Value = Vec<u8>> {
+        (
+            prop_oneof![Just(0usize), Just(31), Just(32), Just(33), Just(40)],
+            proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xff)], 0..4),
+        )
+            .prop_map(|(shared, tail)| {
+                let mut key = vec![b'k'; shared];
+                key.extend(tail);
+                key
+            })
+    }
+
+    fn run() -> impl Strategy<Value = Run> {
+        prop_oneof![
+            3 => (base(), 0u8..12, any::<bool>(), any::<bool>()).prop_map(|(base, len, descending, with_base)| {
+                Run::Neighbours { base, len, descending, with_base }
+            }),
+            1 => (base(), base(), 0u8..8).prop_map(|(a, b, len)| Run::Alternating { a, b, len }),
+            1 => base().prop_map(Run::Key),
+            1 => any::<usize>().prop_map(Run::Again),
+        ]
+    }
+
+    fn keys_of(runs: &[Run]) -> Vec<Vec<u8>> {
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let with = |base: &[u8], i: u8| [base, &[i]].concat();
+        for r in runs {
+            match r {
+                Run::Neighbours {
+                    base,
+                    len,
+                    descending,
+                    with_base,
+                } => {
+                    let mut run: Vec<Vec<u8>> = (0..*len).map(|i| with(base, i)).collect();
+                    if *with_base {
+                        run.insert(0, base.clone());
+                    }
+                    if *descending {
+                        run.reverse();
+                    }
+                    keys.extend(run);
+                }
+                Run::Alternating { a, b, len } => {
+                    for i in 0..*len {
+                        keys.push(with(a, i));
+                        keys.push(with(b, i));
+                    }
+                }
+                Run::Key(k) => keys.push(k.clone()),
+                Run::Again(n) => {
+                    if !keys.is_empty() {
+                        keys.push(keys[n % keys.len()].clone());
+                    }
+                }
+            }
+        }
+        keys
+    }
+
+    proptest! {
+        #[test]
+        fn runs_of_neighbours_far_and_near_go_in_from_the_splice_as_into_a_sorted_map(
+            runs in proptest::collection::vec(run(), 0..40),
+        ) {
+            let list = SkipList::new();
+            let mut model = std::collections::BTreeMap::new();
+            let keys = keys_of(&runs);
+            let mut allocated = 0;
+            {
+                let mut w = list.writer();
+                for (i, k) in keys.iter().enumerate() {
+                    let value = (i as u64).to_be_bytes();
+                    // A key already in stays with its first value, and costs nothing.
+                    let (went_in, taken) = w.insert(k, &value);
+                    prop_assert_eq!(went_in, !model.contains_key(k), "insert {} of {:?}", i, k);
+                    prop_assert!(went_in || taken == 0);
+                    allocated += taken;
+                    model.entry(k.clone()).or_insert(value);
+                    check_splice(&w).map_err(|e| TestCaseError::fail(format!("after {k:?}: {e}")))?;
+                }
+            }
+            check_levels(&list).map_err(TestCaseError::fail)?;
+            prop_assert_eq!((list.len(), list.allocated()), (model.len(), allocated));
+            let entries = {
+                let mut out = Vec::new();
+                let mut x = list.first();
+                while let Some(n) = x {
+                    out.push((n.key().to_vec(), n.value().to_vec()));
+                    x = n.next_entry();
+                }
+                out
+            };
+            let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.to_vec())).collect();
+            prop_assert_eq!(entries, want);
+            // Every key, and probes just before and just after each; then
+            // again as a reader sees the list that read a new height before
+            // the head's links on it (null: it drops a level).
+            for reader_height in [None, Some(MAX_HEIGHT)] {
+                if let Some(h) = reader_height {
+                    list.height.store(h, AtomicOrdering::Relaxed);
+                }
+                prop_assert_eq!(list.last().map(|n| n.key().to_vec()), model.keys().next_back().cloned());
+                for k in model.keys() {
+                    let probes = [k.clone(), [k.as_slice(), &[0]].concat(), k.get(..k.len().saturating_sub(1)).unwrap_or_default().to_vec()];
+                    for p in probes {
+                        let found = list.seek(&Probe::new(&p)).map(|n| n.key().to_vec());
+                        prop_assert_eq!(found, model.range(p.clone()..).next().map(|(k, _)| k.clone()), "seek {:?}", p);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_list_reaches_high_levels_and_keeps_every_level_in_order() {
+        // 100,000 keys: nodes up to about level 8 (4^8 = 65,536), in runs
+        // of neighbours whose rows come in scrambled order.
+        let list = SkipList::new();
+        let mut w = list.writer();
+        for r in 0..10_000u32 {
+            let row = r * 7_919 % 10_000;
+            for c in 0..10u32 {
+                let c = if row.is_multiple_of(3) { 9 - c } else { c };
+                assert!(w.insert(format!("row{row:05}/c{c}").as_bytes(), b"").0);
+            }
+            if r.is_multiple_of(100) {
+                check_splice(&w).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+        drop(w);
+        check_levels(&list).unwrap_or_else(|e| panic!("{e}"));
+        assert!(list.height.load(AtomicOrdering::Relaxed) >= 7);
+        assert_eq!(list.len(), 100_000);
     }
 
     proptest! {
@@ -549,6 +799,134 @@ mod tests {
         }
         drop(w);
         assert_eq!(keys(&list), model.into_iter().collect::<Vec<_>>());
+    }
+
+    /// The value stored under a key in the concurrent test: derived from the
+    /// key, so a reader can tell an entry was written whole.
+    fn value_for(key: &[u8]) -> Vec<u8> {
+        let mut value: Vec<u8> = key.iter().rev().map(|b| b ^ 0x5a).collect();
+        value.push(key.len() as u8);
+        value
+    }
+
+    #[test]
+    fn readers_find_every_key_inserted_before_they_looked_while_the_writer_inserts_runs() -> std::thread::Result<()> {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        const ROWS: u32 = 5_000;
+        // Rows of ten cells, rows in scrambled order; every fifth row's
+        // cells descending; a third of the rows share their first 36 bytes
+        // (equal inline heads); every seventh row inserts its first cell
+        // and an earlier row's cell again (refused, with another value).
+        let key = |row: u32, cell: u32| {
+            let shared = if row.is_multiple_of(3) {
+                "k".repeat(36)
+            } else {
+                String::new()
+            };
+            format!("{shared}{row:05}/{cell}").into_bytes()
+        };
+        let mut inserts: Vec<(Vec<u8>, bool)> = Vec::new();
+        for r in 0..ROWS {
+            let row = r * 7_919 % ROWS;
+            for c in 0..10 {
+                let c = if row.is_multiple_of(5) { 9 - c } else { c };
+                inserts.push((key(row, c), true));
+            }
+            if r.is_multiple_of(7) {
+                inserts.push((key(row, 0), false));
+                inserts.push((key(r / 2 * 7_919 % ROWS, 5), false));
+            }
+        }
+        // The keys in the order they go in, and sorted with that order.
+        let order: Vec<Vec<u8>> = inserts
+            .iter()
+            .filter(|(_, first)| *first)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut sorted: Vec<(Vec<u8>, usize)> = order.iter().cloned().zip(0..).collect();
+        sorted.sort();
+        let mut largest_before = Vec::with_capacity(order.len());
+        for k in &order {
+            let largest = largest_before.last().filter(|l: &&Vec<u8>| *l > k).unwrap_or(k).clone();
+            largest_before.push(largest);
+        }
+        let shared = Arc::new((SkipList::new(), order, sorted, largest_before));
+        // Keys inserted so far (the first `n` of `order`), published after each insert.
+        let inserted = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..3u64)
+            .map(|seed| {
+                let (shared, inserted, done) = (shared.clone(), inserted.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let (list, order, sorted, largest_before) = &*shared;
+                    let mut dice = 0x2545_F491_4F6C_DD1D ^ (seed + 1);
+                    let mut looks = 0u64;
+                    while !done.load(AtomicOrdering::Relaxed) || looks < 100 {
+                        dice ^= dice << 13;
+                        dice ^= dice >> 7;
+                        dice ^= dice << 17;
+                        let n = inserted.load(AtomicOrdering::Acquire);
+                        if n == 0 {
+                            continue;
+                        }
+                        looks += 1;
+                        let target = &order[dice as usize % n];
+                        // A key inserted before the look is found by a seek to it.
+                        let found = list.seek(&Probe::new(target));
+                        assert_eq!(found.map(|f| f.key()), Some(&target[..]));
+                        // A walk from it: in order, each entry whole, and
+                        // every key inserted before the look is on it.
+                        let mut walked: Vec<&[u8]> = Vec::new();
+                        let mut x = found;
+                        while let Some(node) = x.filter(|_| walked.len() < 40) {
+                            assert!(walked.last().is_none_or(|&l| l < node.key()), "keys in order");
+                            assert_eq!(node.value(), value_for(node.key()));
+                            walked.push(node.key());
+                            x = node.next_entry();
+                        }
+                        let from = sorted.partition_point(|(k, _)| k < target);
+                        for (k, when) in sorted.iter().skip(from) {
+                            if walked.last().is_some_and(|&l| k.as_slice() > l) {
+                                break;
+                            }
+                            assert!(
+                                *when >= n || walked.binary_search(&k.as_slice()).is_ok(),
+                                "{k:?} missed"
+                            );
+                        }
+                        // The last entry is at least the largest key inserted before the look.
+                        let last = list.last().map(|l| (l.key(), l.value()));
+                        let (last_key, last_value) = last.unwrap_or_default();
+                        assert!(last_key >= largest_before[n - 1].as_slice());
+                        assert_eq!(last_value, value_for(last_key));
+                    }
+                    looks
+                })
+            })
+            .collect();
+        {
+            let (list, ..) = &*shared;
+            let mut w = list.writer();
+            for (i, (k, first)) in inserts.iter().enumerate() {
+                let value = if *first { value_for(k) } else { b"again".to_vec() };
+                assert_eq!(w.insert(k, &value).0, *first);
+                if *first {
+                    inserted.fetch_add(1, AtomicOrdering::Release);
+                }
+                if i.is_multiple_of(10) {
+                    // Two cores, four threads: let the readers look mid-write.
+                    std::thread::yield_now();
+                }
+            }
+        }
+        done.store(true, AtomicOrdering::Relaxed);
+        for reader in readers {
+            assert!(reader.join()? >= 100);
+        }
+        check_levels(&shared.0).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(shared.0.len(), ROWS as usize * 10);
+        Ok(())
     }
 
     #[test]
