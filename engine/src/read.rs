@@ -616,7 +616,9 @@ impl RangeRead {
         let mut overlapping = OverlappingFiles::default();
         let first_table = 1 + fam.frozen.len();
         // First every source is settled; the ones left to search are opened
-        // below, in the same order.
+        // below, in the same order, into a vector of their number (a read
+        // of one row searches few of a family's sources, and a cursor is
+        // many words).
         let mut searched = Vec::new();
         for (index, source) in sources(fam).enumerate() {
             let mut cost = ReadCost::default();
@@ -636,18 +638,6 @@ impl RangeRead {
                 st.add_cost(&cost);
                 traces.push(st);
                 cursor_of.push(None);
-            }
-        }
-        // A read of one row waits, in each source it searches, for a chain
-        // of dependent loads (a memtable's skip list; a table's index, then
-        // its block). The chains do not depend on one another: when there
-        // are several, each table's block is asked for before any source is
-        // walked, so it arrives while the others are searched, not after.
-        if row.is_some() && searched.len() > 1 {
-            for (_, source) in &searched {
-                if let Source::Table(t) = source {
-                    t.table.prefetch_block_for(settle_start);
-                }
             }
         }
         let mut cursors = Vec::with_capacity(searched.len());

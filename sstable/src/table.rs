@@ -241,27 +241,6 @@ impl Table {
         maybe
     }
 
-    /// Starts loading the data block that a seek to `target` would read,
-    /// and returns at once: nothing is read, checked or counted (the seek
-    /// reads the block through the one accounting point as usual).
-    ///
-    /// For a reader with other work to do before its seek (another source
-    /// to search): the block's cache lines come in meanwhile, a hint that
-    /// changes no result. Only a raw block already checked is asked for,
-    /// the kind a seek serves straight from the map.
-    pub fn prefetch_block_for(&self, target: &[u8]) {
-        let position = self.index_position(target);
-        let checked = self.checked.get(position).is_some_and(|c| c.load(Ordering::Acquire));
-        if let (true, Some(entry)) = (checked, self.index.get(position)) {
-            // Bounds were checked when the index was loaded.
-            let (start, end) = (
-                entry.handle.offset as usize,
-                (entry.handle.offset + entry.handle.size) as usize,
-            );
-            prefetch_all(&self.bytes, start..end);
-        }
-    }
-
     /// An iterator over the table's entries, holding the table alive.
     pub fn iter(self: &Arc<Self>) -> TableIter {
         TableIter {
