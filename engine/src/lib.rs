@@ -8,7 +8,8 @@
 //! ([`Trace`]), and the store reports what it wrote and what it keeps ([`Stats`]).
 //!
 //! Reading order for a newcomer: [`key`] (how a cell becomes a byte-ordered
-//! key), [`memtable`], [`log`], [`store`] (the API, then its modules `write`,
+//! key), [`memtable`] (on a [`skiplist`] whose nodes live in an [`arena`]),
+//! [`log`], [`store`] (the API, then its modules `write`,
 //! `install`, `flush`, `compact` and `background`), [`read`] (the read path:
 //! [`source`], [`merge`], [`visibility`]), [`compaction`] (what to merge and
 //! what to drop), [`manifest`], [`files`], [`recovery`]. Most of these modules
