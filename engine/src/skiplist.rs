@@ -6,7 +6,7 @@
 //! level 2, and so on (each node's height is drawn at random when it is
 //! inserted). A search starts on the highest level at the head, runs right
 //! while the next node is smaller than its key, then drops a level: about
-//! two steps per level, `log4(n)` levels.
+//! four comparisons per level at most, over `log4(n)` levels.
 //!
 //! Three facts about a memtable make this one simpler and faster than a
 //! general concurrent skip list (crossbeam's, which cellar used before):
