@@ -29,14 +29,29 @@
 //!   levels above the last hold about `1 / multiplier` of the data: a read
 //!   consults level 0's few runs and then one file per level, and at most
 //!   about `1 / multiplier` of the bytes are superseded versions (space
-//!   amplification about 1.1 with ×10, plus level 0). The price: a file
-//!   merged one level down rewrites about `multiplier` bytes of the level
-//!   below per byte of its own, so a byte is written about `multiplier` times
+//!   amplification about 1.1 with ×10, plus level 0; see below). The price:
+//!   a file merged one level down rewrites about `multiplier` bytes of the
+//!   level below per byte of its own, so a byte is written about `multiplier` times
 //!   per level it moves down (RocksDB measures 10 to 30 in all): several
 //!   times size-tiered's writes, which the background thread pays for and
 //!   writers feel once it falls behind.
 //! * **Major** compaction merges every run of a family into one run (at the
 //!   last level, for a leveled family), split into files of the target size.
+//!
+//! Where a settled leveled family's bytes go, measured after 10M random puts
+//! of db_bench's shape (16-byte keys, 100-byte values; 6.32M distinct keys)
+//! and after 10M more (8.65M), once no flush or compaction had work left:
+//! 1.19 and 1.20 times the user bytes. The table format stores about 124
+//! bytes per 116 of data (entry headers, key trailers, the index, the bloom
+//! filter's 10 bits per key): 0.065. The active memtable's log: 0.054 and
+//! 0.027. Copies of a row superseded by a newer one, in level 0 (two
+//! flushes, then one: under the trigger of four) and in the level above the
+//! last (under its target of a tenth of the last): 0.082 and 0.109. The last
+//! level alone would be 1.065. None of it is a file kept too long: it is the
+//! shape of the tree, and fewer copies cost writes (a trigger of 2 or a
+//! 32 MiB memtable merged level 0 twice as often: 1.10 to 1.11 after the
+//! fill, 1.18 after the overwrite, for about 1.3 to 1.4 times the bytes
+//! written).
 //!
 //! Which files to merge is decided by [`choose`], a pure function of the
 //! files' levels, runs, sizes and row ranges ([`FileShape`]), so each policy
