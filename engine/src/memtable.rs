@@ -186,11 +186,26 @@ impl Memtable {
     }
 
     /// Every entry in key order, as `(key, value)` borrowed from the arena (used by flush).
+    ///
+    /// Consecutive keys lie anywhere in the arena (nodes are placed in the
+    /// order they were inserted), so each step of the walk would wait for
+    /// memory. The walk asks for the node after next while it visits this
+    /// one: by the time it gets there, that node has had two visits' time to
+    /// arrive, and its link to the one after is in cache.
     pub fn for_each(&self, mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
         let mut entry = self.list.first();
+        let mut next = entry.as_ref().and_then(|e| e.next_entry());
+        if let Some(n) = &next {
+            n.prefetch();
+        }
         while let Some(e) = entry {
+            let after = next.as_ref().and_then(|n| n.next_entry());
+            if let Some(a) = &after {
+                a.prefetch();
+            }
             visit(e.key(), e.value())?;
-            entry = e.next_entry();
+            entry = next;
+            next = after;
         }
         Ok(())
     }
