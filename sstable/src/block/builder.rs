@@ -162,6 +162,49 @@ impl BlockBuilder {
 }
 
 /// Length of the longest common prefix of `a` and `b`.
+///
+/// Compared eight bytes at a time: every entry of every flush and compaction
+/// passes here, and neighbouring keys of a wide row share most of their bytes
+/// (the row, often the start of the column name). In the first word that
+/// differs, the XOR's lowest set bit (the words read little-endian) is in
+/// the first differing byte.
 fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    const WORD: usize = 8;
+    let len = a.len().min(b.len());
+    let mut at = 0;
+    while let (Some(x), Some(y)) = (a.get(at..at + WORD), b.get(at..at + WORD)) {
+        let (Ok(x), Ok(y)) = (<[u8; WORD]>::try_from(x), <[u8; WORD]>::try_from(y)) else {
+            break;
+        };
+        let diff = u64::from_le_bytes(x) ^ u64::from_le_bytes(y);
+        if diff != 0 {
+            return at + (diff.trailing_zeros() / 8) as usize;
+        }
+        at += WORD;
+    }
+    let (a, b) = (a.get(at..len).unwrap_or_default(), b.get(at..len).unwrap_or_default());
+    at + a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::common_prefix_len;
+    use proptest::prelude::*;
+
+    proptest::proptest! {
+        /// The word-at-a-time count agrees with a byte-at-a-time one, for
+        /// keys that differ anywhere (before, inside or after a whole word)
+        /// or where one is a prefix of the other.
+        #[test]
+        fn common_prefix_len_counts_the_bytes_both_start_with(
+            shared in proptest::collection::vec(any::<u8>(), 0..40),
+            a in proptest::collection::vec(0..3u8, 0..12),
+            b in proptest::collection::vec(0..3u8, 0..12),
+        ) {
+            let (x, y) = ([shared.as_slice(), &a].concat(), [shared.as_slice(), &b].concat());
+            let expected = x.iter().zip(&y).take_while(|(p, q)| p == q).count();
+            prop_assert_eq!(common_prefix_len(&x, &y), expected);
+            prop_assert_eq!(common_prefix_len(&y, &x), expected);
+        }
+    }
 }
