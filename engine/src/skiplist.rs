@@ -33,6 +33,12 @@
 //!   with nodes just touched, instead of a search from the head through
 //!   cold memory. (RocksDB's `InlineSkipList` keeps a splice the same way.)
 //!
+//! The search of an insert is a chain of cache misses (a full memtable is
+//! tens of megabytes of nodes): while it compares the next node on a level,
+//! it already requests the node after the current one a level down, where
+//! it goes if that comparison says "not smaller", so the two misses overlap
+//! (RocksDB's `InlineSkipList` prefetches on its search too).
+//!
 //! A node is laid out in one piece of the arena: a 48-byte header (the first
 //! 32 bytes of the key as four big-endian words, the key and value lengths,
 //! the height), its tower of `height` next pointers, the key, the value.
@@ -243,6 +249,32 @@ impl<'a> Node<'a> {
         })
     }
 
+    /// Asks the processor to start loading the node after this one on the
+    /// level below `level`, while the search compares the next one on
+    /// `level`: if that one is not smaller than the key, the search drops a
+    /// level and goes on there, and the two cache misses overlap instead of
+    /// following one another. (Nothing on level 0: no level below.)
+    #[inline]
+    fn prefetch_below(&self, level: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some((below, l)) = level.checked_sub(1).and_then(|l| Some((self.next(l)?, l))) {
+            let at = below.ptr.as_ptr().cast::<i8>();
+            // SAFETY: `_mm_prefetch` needs SSE, in every x86_64 processor's
+            // baseline; it never faults and reads nothing into the program.
+            // Two lines: the one holding its inline head (compared first),
+            // and the one holding its link on the level below, followed if
+            // it is smaller (the header is 48 bytes: often the next line).
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                let link = TOWER_OFFSET + l * std::mem::size_of::<AtomicPtr<Header>>();
+                _mm_prefetch::<_MM_HINT_T0>(at);
+                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(link));
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = level;
+    }
+
     fn same(&self, other: Node<'_>) -> bool {
         self.ptr == other.ptr
     }
@@ -438,11 +470,13 @@ impl ListWriter<'_> {
             None => head,
         };
         for level in (0..top).rev() {
+            x.prefetch_below(level);
             while let Some(n) = x.next(level) {
                 if n.cmp(&probe) != Ordering::Less {
                     break;
                 }
                 x = n;
+                x.prefetch_below(level);
             }
             if let Some(slot) = self.w.splice.get_mut(level) {
                 *slot = x.ptr;
