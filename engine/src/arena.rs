@@ -11,11 +11,19 @@
 //! writer's time went to `malloc` and to freeing the last memtable's nodes.)
 //!
 //! The chunks grow with the memtable: each new chunk is as big as all the
-//! chunks before it together, between [`FIRST_CHUNK`] and [`LARGEST_CHUNK`],
-//! so a memtable written rarely holds 4 KiB and a busy one allocates a chunk
-//! per 2 MiB of entries. A chunk wastes the room left at its end when the
-//! next piece does not fit; a piece over a quarter of the next chunk gets a
-//! chunk of its own (LevelDB's rule), so at most a quarter is ever wasted.
+//! chunks before it together, between [`FIRST_CHUNK`] and the arena's
+//! largest chunk, so a memtable written rarely holds 4 KiB and a busy one
+//! allocates a chunk per 2 MiB of entries. A chunk wastes the room left at
+//! its end when the next piece does not fit; a piece over a quarter of the
+//! next chunk gets a chunk of its own (LevelDB's rule), so at most a quarter
+//! is ever wasted.
+//!
+//! The largest chunk is bounded by the memtable's byte limit
+//! ([`largest_chunk_for`]): a memtable is full once its chunks reach the
+//! limit, and the chunk that reaches it is nearly empty, so a chunk of a
+//! sixteenth of the limit at most keeps a memtable at least fifteen
+//! sixteenths full (RocksDB sizes its arena blocks at an eighth of the write
+//! buffer for the same reason).
 //!
 //! The 2 MiB chunks are mapped on their own and the kernel is asked to back
 //! each with one huge page (`MADV_HUGEPAGE`). A skip-list insert into a full
@@ -30,9 +38,14 @@
 
 use std::ptr::NonNull;
 
-/// Size of the first chunk of an arena, and of its largest.
+/// Size of the first chunk of an arena, and of its largest for a memtable
+/// of 32 MiB or more.
 pub(crate) const FIRST_CHUNK: usize = 4 << 10;
 pub(crate) const LARGEST_CHUNK: usize = HUGE_PAGE;
+
+/// The largest chunk of a memtable of `limit` bytes, however small: a memtable
+/// of up to 1 MiB grows by chunks of 64 KiB.
+const SMALLEST_LARGEST_CHUNK: usize = 64 << 10;
 
 /// A huge page on x86-64 and (with 4 KiB base pages) on AArch64: the size
 /// of the chunks a busy memtable is made of.
@@ -49,9 +62,11 @@ pub(crate) const ALIGN: usize = 8;
 pub(crate) struct Arena {
     /// Every chunk from the allocator: its start and its length in bytes.
     chunks: Vec<(NonNull<u8>, usize)>,
-    /// Every chunk mapped on its own (of [`LARGEST_CHUNK`], in huge pages
+    /// Every chunk mapped on its own (of a huge page's size, in huge pages
     /// where the kernel has them), unmapped when dropped.
     mapped: Vec<memmap2::MmapMut>,
+    /// The size the chunks stop growing at.
+    largest_chunk: usize,
     /// The free room of the chunk being filled: its start, and its length.
     free: NonNull<u8>,
     free_len: usize,
@@ -66,11 +81,24 @@ unsafe impl Send for Arena {}
 // SAFETY: as for `Send`: `&Arena` gives no access to the chunks' contents.
 unsafe impl Sync for Arena {}
 
+/// The largest chunk for a memtable of `limit` bytes: the largest power of
+/// two no more than a sixteenth of it, between 64 KiB and [`LARGEST_CHUNK`]
+/// (a 64 MiB memtable grows by 2 MiB chunks, a 4 MiB one by 256 KiB ones).
+pub(crate) fn largest_chunk_for(limit: usize) -> usize {
+    let sixteenth = (limit / 16).max(1);
+    // The largest power of two at most `sixteenth`.
+    let power = 1usize << (usize::BITS - 1 - sixteenth.leading_zeros());
+    power.clamp(SMALLEST_LARGEST_CHUNK, LARGEST_CHUNK)
+}
+
 impl Arena {
-    pub fn new() -> Arena {
+    /// An empty arena whose chunks grow up to `largest_chunk` bytes (see
+    /// [`largest_chunk_for`]).
+    pub fn new(largest_chunk: usize) -> Arena {
         Arena {
             chunks: Vec::new(),
             mapped: Vec::new(),
+            largest_chunk: largest_chunk.max(FIRST_CHUNK),
             free: NonNull::dangling(),
             free_len: 0,
             allocated: 0,
@@ -90,7 +118,7 @@ impl Arena {
         // An empty piece takes 8 bytes too: a fresh arena's free room is a
         // dangling pointer, not 8-byte aligned.
         let len = len.max(1).div_ceil(ALIGN) * ALIGN;
-        let next_chunk = self.allocated.clamp(FIRST_CHUNK, LARGEST_CHUNK);
+        let next_chunk = self.allocated.clamp(FIRST_CHUNK, self.largest_chunk);
         if len > next_chunk / 4 {
             // Its own chunk; the free room of the current one stays for later pieces.
             return (self.new_chunk(len), len);
@@ -113,7 +141,7 @@ impl Arena {
     /// whoever takes a piece writes it before anything reads it.
     fn new_chunk(&mut self, len: usize) -> NonNull<u8> {
         self.allocated += len;
-        if len == LARGEST_CHUNK {
+        if len == HUGE_PAGE {
             if let Some(start) = self.map_chunk(len) {
                 return start;
             }
@@ -174,7 +202,7 @@ mod tests {
 
     #[test]
     fn chunks_grow_to_the_largest_size_and_a_large_piece_gets_its_own() {
-        let mut arena = Arena::new();
+        let mut arena = Arena::new(LARGEST_CHUNK);
         let mut chunks = Vec::new();
         while chunks.len() < 12 {
             let (piece, taken) = arena.alloc(1000);
@@ -200,7 +228,7 @@ mod tests {
 
     #[test]
     fn pieces_are_aligned_and_apart() {
-        let mut arena = Arena::new();
+        let mut arena = Arena::new(LARGEST_CHUNK);
         // Empty pieces too are aligned (each takes 8 bytes of a chunk).
         let pieces: Vec<(NonNull<u8>, usize)> = [0, 1, 7, 8, 0, 13, 100, 2000, 30_000]
             .into_iter()
@@ -218,5 +246,28 @@ mod tests {
             let bytes = unsafe { std::slice::from_raw_parts(piece.as_ptr(), len) };
             assert!(bytes.iter().all(|&b| b == 0xAB));
         }
+    }
+
+    #[test]
+    fn the_largest_chunk_is_a_sixteenth_of_the_memtable_limit_within_bounds() {
+        let mib = |n: usize| n << 20;
+        assert_eq!(largest_chunk_for(mib(64)), mib(2));
+        assert_eq!(largest_chunk_for(mib(32)), mib(2));
+        assert_eq!(largest_chunk_for(mib(31)), mib(1));
+        assert_eq!(largest_chunk_for(mib(4)), 256 << 10);
+        assert_eq!(largest_chunk_for(mib(3)), 128 << 10);
+        assert_eq!(largest_chunk_for(mib(1)), 64 << 10);
+        assert_eq!(largest_chunk_for(1024), 64 << 10);
+        assert_eq!(largest_chunk_for(usize::MAX), mib(2));
+        // An arena for a 3 MiB memtable stops growing at 128 KiB chunks.
+        let mut arena = Arena::new(largest_chunk_for(mib(3)));
+        let mut chunks = Vec::new();
+        while chunks.len() < 8 {
+            let (_, taken) = arena.alloc(1000);
+            if taken > 0 {
+                chunks.push(taken >> 10);
+            }
+        }
+        assert_eq!(chunks, [4, 4, 8, 16, 32, 64, 128, 128]);
     }
 }

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+use crate::arena;
 use crate::error::Result;
 use crate::key::{self, Kind};
 use crate::options::FamilyOptions;
@@ -73,7 +74,7 @@ impl Memtable {
         let entries = options.memtable_max_entries.map_or(by_bytes, |n| n.min(by_bytes));
         Memtable {
             rows: RowFilter::for_entries(entries),
-            list: SkipList::new(),
+            list: SkipList::new(arena::largest_chunk_for(options.memtable_max_bytes)),
             last_row: Mutex::new(Vec::new()),
             bytes: AtomicUsize::new(0),
             entries: AtomicUsize::new(0),
@@ -467,6 +468,23 @@ mod tests {
         assert_eq!(by_entries.bytes(), 0, "nothing allocated while empty");
         put(&by_entries, b"r", b"c", 1, 1, b"v");
         assert_eq!(by_entries.bytes(), 4 * 32 + FIRST_CHUNK);
+    }
+
+    #[test]
+    fn a_memtable_is_full_within_a_sixteenth_of_its_byte_limit() {
+        // Chunks that grew to 2 MiB whatever the limit made a 3 MiB memtable
+        // jump from 2 MiB of chunks to 4 MiB: full while a third empty.
+        for limit in [3 << 20, 5 << 20, 1 << 20, 64 << 20] {
+            let m = Memtable::for_family(&FamilyOptions::default().memtable_max_bytes(limit));
+            let filter = m.rows.bytes();
+            let mut seq = 0;
+            while m.bytes() < limit {
+                seq += 1;
+                put(&m, &seq.to_be_bytes(), b"c", 1, seq, &[7; 1000]);
+            }
+            let chunks = m.bytes() - filter;
+            assert!(chunks <= limit + limit / 16, "{limit}: {chunks} bytes of chunks when full");
+        }
     }
 
     #[test]

@@ -320,7 +320,9 @@ struct HeadNode {
 }
 
 impl SkipList {
-    pub fn new() -> SkipList {
+    /// An empty list whose arena's chunks grow up to `largest_chunk` bytes
+    /// ([`crate::arena::largest_chunk_for`] the memtable's limit).
+    pub fn new(largest_chunk: usize) -> SkipList {
         let head = Box::new(HeadNode {
             header: Header {
                 head: [0; HEAD_WORDS],
@@ -337,7 +339,7 @@ impl SkipList {
             head,
             height: AtomicUsize::new(1),
             writer: Mutex::new(Writer {
-                arena: Arena::new(),
+                arena: Arena::new(largest_chunk),
                 splice: [head; MAX_HEIGHT],
                 dice: 0x9E37_79B9_7F4A_7C15,
             }),
@@ -558,6 +560,7 @@ impl ListWriter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arena::LARGEST_CHUNK;
     use proptest::prelude::*;
 
     fn keys(list: &SkipList) -> Vec<Vec<u8>> {
@@ -740,7 +743,7 @@ mod tests {
         fn runs_of_neighbours_far_and_near_go_in_from_the_splice_as_into_a_sorted_map(
             runs in proptest::collection::vec(run(), 0..40),
         ) {
-            let list = SkipList::new();
+            let list = SkipList::new(LARGEST_CHUNK);
             let mut model = std::collections::BTreeMap::new();
             let keys = keys_of(&runs);
             let mut allocated = 0;
@@ -793,7 +796,7 @@ mod tests {
     fn a_long_list_reaches_high_levels_and_keeps_every_level_in_order() {
         // 100,000 keys: nodes up to about level 8 (4^8 = 65,536), in runs
         // of neighbours whose rows come in scrambled order.
-        let list = SkipList::new();
+        let list = SkipList::new(LARGEST_CHUNK);
         let mut w = list.writer();
         for r in 0..10_000u32 {
             let row = r * 7_919 % 10_000;
@@ -819,7 +822,7 @@ mod tests {
         ) {
             // Keys of few byte values and mixed lengths: long shared heads,
             // zero bytes that meet the padding, keys that prefix others.
-            let list = SkipList::new();
+            let list = SkipList::new(LARGEST_CHUNK);
             let mut model = std::collections::BTreeMap::new();
             {
                 let mut w = list.writer();
@@ -845,7 +848,7 @@ mod tests {
     fn runs_of_neighbouring_keys_are_inserted_from_the_splice_in_any_order() {
         // Rows of ten cells each, rows in scrambled order, cells ascending
         // within a row (the splice's case), then a second pass descending.
-        let list = SkipList::new();
+        let list = SkipList::new(LARGEST_CHUNK);
         let mut model = std::collections::BTreeSet::new();
         let mut w = list.writer();
         for pass in 0..2 {
@@ -913,7 +916,7 @@ mod tests {
             let largest = largest_before.last().filter(|l: &&Vec<u8>| *l > k).unwrap_or(k).clone();
             largest_before.push(largest);
         }
-        let shared = Arc::new((SkipList::new(), order, sorted, largest_before));
+        let shared = Arc::new((SkipList::new(LARGEST_CHUNK), order, sorted, largest_before));
         // Keys inserted so far (the first `n` of `order`), published after each insert.
         let inserted = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(AtomicBool::new(false));
@@ -993,7 +996,7 @@ mod tests {
 
     #[test]
     fn heights_fall_by_a_quarter_a_level() {
-        let list = SkipList::new();
+        let list = SkipList::new(LARGEST_CHUNK);
         let mut w = list.writer();
         let mut counts = [0usize; MAX_HEIGHT + 1];
         for _ in 0..100_000 {
