@@ -483,7 +483,10 @@ mod tests {
                 put(&m, &seq.to_be_bytes(), b"c", 1, seq, &[7; 1000]);
             }
             let chunks = m.bytes() - filter;
-            assert!(chunks <= limit + limit / 16, "{limit}: {chunks} bytes of chunks when full");
+            assert!(
+                chunks <= limit + limit / 16,
+                "{limit}: {chunks} bytes of chunks when full"
+            );
         }
     }
 
