@@ -178,7 +178,7 @@ impl Arena {
         let mut map = match SPARE_CHUNKS.lock().pop() {
             Some(spare) => spare,
             None => {
-                let mut map = memmap2::MmapOptions::new().len(len).map_anon().ok()?;
+                let map = memmap2::MmapOptions::new().len(len).map_anon().ok()?;
                 #[cfg(target_os = "linux")]
                 {
                     // Advice the kernel may ignore: a failure changes nothing.

@@ -477,7 +477,7 @@ mod tests {
         for limit in [3 << 20, 5 << 20, 1 << 20, 64 << 20] {
             let m = Memtable::for_family(&FamilyOptions::default().memtable_max_bytes(limit));
             let filter = m.rows.bytes();
-            let mut seq = 0;
+            let mut seq = 0u64;
             while m.bytes() < limit {
                 seq += 1;
                 put(&m, &seq.to_be_bytes(), b"c", 1, seq, &[7; 1000]);
