@@ -15,9 +15,9 @@
 //! releasing the write lock: the memory goes back to the arena it came from,
 //! by the thread that owns it. Since the memtable keeps its nodes in chunks
 //! of its own ([`crate::arena`]), as RocksDB's and LevelDB's do, a flushed
-//! memtable is a few hundred chunks (a thousand calls to `free` for 64 MiB,
-//! not 600k) and the fight for the lock is small wherever it is freed; the
-//! writer frees it all the same.
+//! 64 MiB memtable is ten small chunks to free and about thirty of 2 MiB
+//! kept for the next memtable (not 600k frees), and the fight for the lock
+//! is small wherever it is freed; the writer frees it all the same.
 //!
 //! A store that stops writing must not keep its retired memtables forever:
 //! the flush thread, with no work, wakes after [`RETIRED_GRACE`] and frees
