@@ -84,6 +84,21 @@ const CACHE_LINE: usize = 64;
 /// sequential prefetcher.
 const PREFETCH_LINES: usize = 4;
 
+/// Asks the processor to start loading the cache line holding `at`, without
+/// waiting for it. A hint only: it reads nothing into the program and never
+/// faults, whatever the address (so `at` may lie past a node's end).
+#[inline]
+fn prefetch_line(at: *const u8) {
+    // SAFETY: `_mm_prefetch` needs SSE, in every x86_64 processor's
+    // baseline; it never faults and reads nothing into the program.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
 /// Where a node's tower starts: right after its header.
 const TOWER_OFFSET: usize = std::mem::size_of::<Header>();
 
@@ -219,17 +234,11 @@ impl<'a> Node<'a> {
     /// `Memtable::for_each`) waits for none of them. A hint only: it reads
     /// nothing into the program and never faults.
     pub fn prefetch(&self) {
-        #[cfg(target_arch = "x86_64")]
+        let start = self.ptr.as_ptr().cast::<u8>();
         for line in 0..PREFETCH_LINES {
             // `wrapping_add`: the lines past a small node's end are only
-            // addresses, never dereferenced (a prefetch of any address is
-            // allowed, even of one not mapped).
-            let at = self.ptr.as_ptr().cast::<u8>().wrapping_add(line * CACHE_LINE);
-            // SAFETY: `_mm_prefetch` needs SSE, in every x86_64 processor's
-            // baseline; it reads nothing into the program and never faults.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast_const().cast());
-            }
+            // addresses, never dereferenced.
+            prefetch_line(start.wrapping_add(line * CACHE_LINE));
         }
     }
 
@@ -256,23 +265,15 @@ impl<'a> Node<'a> {
     /// following one another. (Nothing on level 0: no level below.)
     #[inline]
     fn prefetch_below(&self, level: usize) {
-        #[cfg(target_arch = "x86_64")]
         if let Some((below, l)) = level.checked_sub(1).and_then(|l| Some((self.next(l)?, l))) {
-            let at = below.ptr.as_ptr().cast::<i8>();
-            // SAFETY: `_mm_prefetch` needs SSE, in every x86_64 processor's
-            // baseline; it never faults and reads nothing into the program.
             // Two lines: the one holding its inline head (compared first),
             // and the one holding its link on the level below, followed if
             // it is smaller (the header is 48 bytes: often the next line).
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                let link = TOWER_OFFSET + l * std::mem::size_of::<AtomicPtr<Header>>();
-                _mm_prefetch::<_MM_HINT_T0>(at);
-                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(link));
-            }
+            let at = below.ptr.as_ptr().cast::<u8>();
+            let link = TOWER_OFFSET + l * std::mem::size_of::<AtomicPtr<Header>>();
+            prefetch_line(at);
+            prefetch_line(at.wrapping_add(link));
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = level;
     }
 
     fn same(&self, other: Node<'_>) -> bool {
