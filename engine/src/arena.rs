@@ -216,13 +216,11 @@ const SPARE_LIMIT: usize = 32;
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        let mut spare = SPARE_CHUNKS.lock();
-        for map in self.mapped.drain(..) {
-            if spare.len() < SPARE_LIMIT {
-                spare.push(map);
-            }
+        if !self.mapped.is_empty() {
+            let mut spare = SPARE_CHUNKS.lock();
+            let room = SPARE_LIMIT.saturating_sub(spare.len());
+            spare.extend(self.mapped.drain(..).take(room));
         }
-        drop(spare);
         for &(start, len) in &self.chunks {
             // SAFETY: each pair is a chunk allocated by `new_chunk` with
             // this layout, freed exactly once, here.

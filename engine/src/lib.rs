@@ -58,6 +58,7 @@ mod memtable;
 mod merge;
 mod options;
 mod output;
+mod prefetch;
 mod read;
 mod read_only;
 mod recovery;

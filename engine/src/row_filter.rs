@@ -167,15 +167,7 @@ impl RowFilter {
         let Some(block) = self.blocks.get().and_then(|blocks| Self::block(blocks, hash)) else {
             return;
         };
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `_mm_prefetch` needs SSE, in every x86_64 processor's
-        // baseline; it reads nothing into the program and never faults, and
-        // the pointer is to a live block anyway.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(std::ptr::from_ref(block).cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = block;
+        crate::prefetch::prefetch_line(std::ptr::from_ref(block).cast());
     }
 
     /// Whether the filter was allocated, that is, whether anything was inserted.

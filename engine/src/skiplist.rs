@@ -53,6 +53,7 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::arena::Arena;
+use crate::prefetch::prefetch_line;
 
 /// Most levels a node can have. With a quarter of the nodes going up each
 /// level, 12 levels serve 4^12 = 16M entries at full speed (a memtable holds
@@ -83,21 +84,6 @@ const CACHE_LINE: usize = 64;
 /// spans four; a larger value's end is left to the processor's own
 /// sequential prefetcher.
 const PREFETCH_LINES: usize = 4;
-
-/// Asks the processor to start loading the cache line holding `at`, without
-/// waiting for it. A hint only: it reads nothing into the program and never
-/// faults, whatever the address (so `at` may lie past a node's end).
-#[inline]
-fn prefetch_line(at: *const u8) {
-    // SAFETY: `_mm_prefetch` needs SSE, in every x86_64 processor's
-    // baseline; it never faults and reads nothing into the program.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
 
 /// Where a node's tower starts: right after its header.
 const TOWER_OFFSET: usize = std::mem::size_of::<Header>();
