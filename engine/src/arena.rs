@@ -127,8 +127,13 @@ impl Arena {
     /// allocator for it (a new chunk's size, or 0).
     pub fn alloc(&mut self, len: usize) -> (NonNull<u8>, usize) {
         // An empty piece takes 8 bytes too: a fresh arena's free room is a
-        // dangling pointer, not 8-byte aligned.
-        let len = len.max(1).div_ceil(ALIGN) * ALIGN;
+        // dangling pointer, not 8-byte aligned. Rounded with a check: a
+        // release build wraps a plain multiplication, and a piece asked of
+        // nearly `usize::MAX` bytes would come back 0 bytes long (its caller
+        // then writing over other pieces and past the chunk).
+        let Some(len) = len.max(1).checked_next_multiple_of(ALIGN) else {
+            panic!("an arena piece of {len} bytes is too large to allocate");
+        };
         let next_chunk = self.allocated.clamp(FIRST_CHUNK, self.largest_chunk);
         if len > next_chunk / 4 {
             // Its own chunk; the free room of the current one stays for later pieces.
@@ -149,14 +154,18 @@ impl Arena {
     }
 
     /// A new chunk of `len` bytes (a multiple of [`ALIGN`]), not zeroed:
-    /// whoever takes a piece writes it before anything reads it.
+    /// whoever takes a piece writes it before anything reads it (in tests,
+    /// every new chunk starts full of `POISON` to make sure).
     fn new_chunk(&mut self, len: usize) -> NonNull<u8> {
         self.allocated += len;
-        if len == HUGE_PAGE {
-            if let Some(start) = self.map_chunk(len) {
-                return start;
-            }
-        }
+        let mapped = if len == HUGE_PAGE { self.map_chunk(len) } else { None };
+        let start = mapped.unwrap_or_else(|| self.allocate_chunk(len));
+        poison_in_tests(start, len);
+        start
+    }
+
+    /// A chunk of `len` bytes from the allocator, freed when the arena is dropped.
+    fn allocate_chunk(&mut self, len: usize) -> NonNull<u8> {
         let layout = chunk_layout(len);
         // SAFETY: the layout's size is not zero (every piece is at least 8
         // bytes, every chunk at least `FIRST_CHUNK`).
@@ -192,6 +201,27 @@ impl Arena {
         self.mapped.push(map);
         Some(start)
     }
+}
+
+/// In the crate's own tests every new chunk starts full of this byte, not
+/// with what the allocator or the kernel gave (mostly zeros): a chunk taken
+/// back from [`SPARE_CHUNKS`] holds whatever its last memtable wrote. A node
+/// that relied on zeroed memory, or a reader still in a chunk after it went
+/// back, then reads `0xA5`s and fails its test instead of passing on zeros.
+#[cfg(test)]
+const POISON: u8 = 0xA5;
+
+/// Fills a new chunk with `POISON` in tests; nothing in a build of the library.
+#[inline]
+fn poison_in_tests(start: NonNull<u8>, len: usize) {
+    // SAFETY: `start` is a chunk of `len` bytes the arena owns and has
+    // handed no piece of yet.
+    #[cfg(test)]
+    unsafe {
+        std::ptr::write_bytes(start.as_ptr(), POISON, len);
+    }
+    #[cfg(not(test))]
+    let _ = (start, len);
 }
 
 /// How a chunk of `len` bytes is allocated (and freed).
@@ -232,6 +262,7 @@ impl Drop for Arena {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn chunks_grow_to_the_largest_size_and_a_large_piece_gets_its_own() {
@@ -279,6 +310,117 @@ mod tests {
             let bytes = unsafe { std::slice::from_raw_parts(piece.as_ptr(), len) };
             assert!(bytes.iter().all(|&b| b == 0xAB));
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "too large to allocate")]
+    fn a_piece_too_large_to_round_up_panics_instead_of_coming_back_short() {
+        // Rounded up to 8 without a check, `usize::MAX - 3` wraps to 0 in a
+        // release build: a piece of no bytes for a caller about to write
+        // nearly `usize::MAX`.
+        let mut arena = Arena::new(LARGEST_CHUNK);
+        let (piece, taken) = arena.alloc(usize::MAX - 3);
+        panic!("a piece came back at {piece:?}, {taken} bytes taken");
+    }
+
+    /// Piece lengths at the arena's edges: empty and small pieces of every
+    /// remainder modulo 8, pieces that fill a first chunk, a quarter of a
+    /// huge page and just past it (a chunk of their own), a whole huge page
+    /// (a mapped chunk of its own) and just past it (an allocated one).
+    fn piece_len() -> impl Strategy<Value = usize> {
+        prop_oneof![
+            12 => 0usize..100,
+            4 => 100usize..(FIRST_CHUNK + 9),
+            3 => (FIRST_CHUNK + 9)..(LARGEST_CHUNK / 8),
+            1 => prop_oneof![
+                Just(LARGEST_CHUNK / 4),
+                Just(LARGEST_CHUNK / 4 + 1),
+                Just(LARGEST_CHUNK),
+                Just(LARGEST_CHUNK + 1),
+            ],
+        ]
+    }
+
+    /// Every chunk of `arena`, mapped or allocated: its start and length.
+    fn chunks_of(arena: &Arena) -> Vec<(usize, usize)> {
+        let allocated = arena.chunks.iter().map(|&(start, len)| (start.as_ptr() as usize, len));
+        allocated
+            .chain(arena.mapped.iter().map(|m| (m.as_ptr() as usize, m.len())))
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn live_pieces_are_aligned_inside_a_chunk_apart_and_keep_their_bytes(
+            largest in prop_oneof![
+                (10u32..30).prop_map(|shift| largest_chunk_for(1 << shift)),
+                0usize..(3 << 20),
+            ],
+            lens in proptest::collection::vec(piece_len(), 1..80),
+        ) {
+            let mut arena = Arena::new(largest);
+            let mut pieces: Vec<(NonNull<u8>, usize, u8)> = Vec::new();
+            let mut taken = 0;
+            for (i, &len) in lens.iter().enumerate() {
+                let (piece, new_bytes) = arena.alloc(len);
+                taken += new_bytes;
+                let at = piece.as_ptr() as usize;
+                prop_assert_eq!(at % ALIGN, 0, "piece {} of {} bytes", i, len);
+                // Inside one chunk, and sharing no byte with an earlier piece
+                // (an empty piece counts as one byte): checked before it is
+                // written, so a wrong piece fails here, not in the allocator.
+                let end = at + len.max(1);
+                let inside = chunks_of(&arena).iter().any(|&(start, size)| start <= at && end <= start + size);
+                prop_assert!(inside, "piece {} of {} bytes outside every chunk", i, len);
+                for &(other, other_len, j) in &pieces {
+                    let other = other.as_ptr() as usize;
+                    let apart = end <= other || other + other_len.max(1) <= at;
+                    prop_assert!(apart, "piece {} of {} bytes overlaps piece {}", i, len, j);
+                }
+                // SAFETY: the piece is `len` bytes the arena handed out and
+                // still owns (a piece of its own, written nowhere else).
+                unsafe { std::ptr::write_bytes(piece.as_ptr(), i as u8, len) };
+                pieces.push((piece, len, i as u8));
+            }
+            prop_assert_eq!(arena.allocated(), taken);
+            // Every piece still holds what was written into it.
+            for &(piece, len, tag) in &pieces {
+                // SAFETY: as above; the piece was written whole.
+                let bytes = unsafe { std::slice::from_raw_parts(piece.as_ptr(), len) };
+                prop_assert!(bytes.iter().all(|&b| b == tag), "piece {} of {} bytes overwritten", tag, len);
+            }
+        }
+    }
+
+    #[test]
+    fn in_tests_every_new_chunk_starts_poisoned_not_zeroed() {
+        let mut arena = Arena::new(LARGEST_CHUNK);
+        for len in [8, 1000, LARGEST_CHUNK / 4 + 1, LARGEST_CHUNK] {
+            let (piece, _) = arena.alloc(len);
+            // SAFETY: `len` bytes the arena handed out, read as they came.
+            let bytes = unsafe { std::slice::from_raw_parts(piece.as_ptr(), len) };
+            assert!(bytes.iter().all(|&b| b == POISON), "a piece of {len} bytes");
+        }
+    }
+
+    #[test]
+    fn only_huge_page_chunks_are_kept_and_no_more_than_a_memtables_worth() {
+        // More huge-page pieces than the list keeps (each a mapped chunk of
+        // its own), and pieces one byte longer (allocated, never kept).
+        let mut arena = Arena::new(LARGEST_CHUNK);
+        for i in 0..=SPARE_LIMIT {
+            arena.alloc(LARGEST_CHUNK);
+            if i < 2 {
+                arena.alloc(LARGEST_CHUNK + 1);
+            }
+        }
+        assert_eq!((arena.mapped.len(), arena.chunks.len()), (SPARE_LIMIT + 1, 2));
+        drop(arena);
+        // Other tests take and give back chunks meanwhile; these hold throughout.
+        let spare = SPARE_CHUNKS.lock();
+        assert!(spare.len() <= SPARE_LIMIT, "{} spare chunks", spare.len());
+        assert!(spare.iter().all(|chunk| chunk.len() == HUGE_PAGE));
     }
 
     #[test]
