@@ -679,6 +679,96 @@ mod tests {
     }
 
     #[test]
+    fn cursors_read_their_memtable_whole_while_memtables_on_other_threads_take_back_dropped_chunks(
+    ) -> std::thread::Result<()> {
+        // Memtables of the default 64 MiB limit, each filled past 2 MiB (so
+        // its later chunks are mapped huge pages, which go to the process's
+        // spare list when it is dropped), written by three threads at once.
+        // Every other one is dropped as soon as it is full; of the others a
+        // cursor is the last handle, sent to a reader thread that walks half
+        // of it at once and the rest once every writer is done, all the
+        // later memtables made from the chunks dropped meanwhile. A chunk
+        // handed out while a cursor stood in it would show the reader
+        // another memtable's entries, or the poison every chunk starts with
+        // in tests.
+        const WRITERS: u8 = 3;
+        const ROUNDS: u8 = 4;
+        const ENTRIES: u64 = 2_500;
+        let value_of = |tag: u8, i: u64| {
+            let mut value = vec![tag; 1_000];
+            value.extend_from_slice(&i.to_be_bytes());
+            value
+        };
+        // Walks `cursor` (of memtable `tag`, at entry `*i`) for `steps`
+        // entries at most, checking each.
+        let walk = move |tag: u8, cursor: &mut MemtableCursor, i: &mut u64, steps: u64| {
+            for _ in 0..steps {
+                let Some(k) = cursor.key() else { break };
+                let row = key::parse(k).map(|k| k.row).unwrap_or_default();
+                assert_eq!(row, i.to_be_bytes(), "memtable {tag}: entry {i}'s key");
+                assert!(
+                    cursor.value_bytes() == value_of(tag, *i),
+                    "memtable {tag}: entry {i}'s value"
+                );
+                *i += 1;
+                cursor.next();
+            }
+        };
+        let (send, receive) = std::sync::mpsc::channel::<(u8, MemtableCursor)>();
+        let receive = Arc::new(parking_lot::Mutex::new(receive));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let receive = receive.clone();
+                std::thread::spawn(move || {
+                    let mut half_read = Vec::new();
+                    loop {
+                        let next = receive.lock().recv();
+                        let Ok((tag, mut cursor)) = next else { break };
+                        let mut i = 0;
+                        walk(tag, &mut cursor, &mut i, ENTRIES / 2);
+                        half_read.push((tag, cursor, i));
+                    }
+                    // Every writer is done: every chunk dropped was taken again.
+                    for (tag, cursor, i) in &mut half_read {
+                        walk(*tag, cursor, i, ENTRIES);
+                        assert_eq!((*i, cursor.key()), (ENTRIES, None), "memtable {tag}");
+                    }
+                    half_read.len()
+                })
+            })
+            .collect();
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let send = send.clone();
+                std::thread::spawn(move || {
+                    for round in 0..ROUNDS {
+                        let tag = w * ROUNDS + round;
+                        let m = Arc::new(Memtable::new());
+                        for i in 0..ENTRIES {
+                            put(&m, &i.to_be_bytes(), b"c", 1, i + 1, &value_of(tag, i));
+                        }
+                        // Past the 2 MiB of growing chunks: a mapped one at least.
+                        assert!(m.list.allocated() > LARGEST_CHUNK, "{} bytes", m.list.allocated());
+                        if round % 2 == 1 {
+                            let _ = send.send((tag, MemtableCursor::seek(m, &[])));
+                        }
+                    }
+                })
+            })
+            .collect();
+        drop(send);
+        for writer in writers {
+            writer.join()?;
+        }
+        let mut walked = 0;
+        for reader in readers {
+            walked += reader.join()?;
+        }
+        assert_eq!(walked, usize::from(WRITERS * ROUNDS / 2));
+        Ok(())
+    }
+
+    #[test]
     fn an_entry_inserted_again_under_its_key_leaves_the_first_in_place_under_a_cursor() {
         // Never done by the store (every write has its own sequence number),
         // but a node a reader may stand on must never be replaced: the
