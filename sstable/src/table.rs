@@ -1131,6 +1131,49 @@ mod tests {
     }
 
     #[test]
+    fn an_unmapped_iterator_reads_into_the_buffer_two_windows_back_only_when_nothing_holds_it() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("000001.sst");
+        let mut builder = TableBuilder::create(&path, TableOptions::default())?;
+        for i in 0..1200 {
+            builder.add(&key(i), &[i as u8; 1024], &key(i), false)?;
+        }
+        builder.finish()?;
+        let table = Arc::new(Table::open(&path)?);
+        let mut unmapped = table.iter_unmapped()?;
+        unmapped.seek_to_first()?;
+        // The first value is kept: the first window's buffer is held.
+        let first = unmapped.value();
+        // Each window read, as its start in the file and its buffer's address.
+        let mut windows: Vec<(u64, usize)> = Vec::new();
+        while unmapped.valid() {
+            if let Some(file) = &unmapped.file {
+                let window = (file.start, file.window.as_ptr() as usize);
+                if windows.last() != Some(&window) {
+                    windows.push(window);
+                }
+            }
+            unmapped.next()?;
+        }
+        assert!(windows.len() >= 5, "{windows:?}");
+        let buffer = |i: usize| windows.get(i).map(|&(_, at)| at);
+        assert_ne!(buffer(2), buffer(0), "the third window read into the held first one");
+        for i in 3..windows.len() {
+            assert_eq!(
+                buffer(i),
+                buffer(i - 2),
+                "window {i} did not take back window {}'s buffer",
+                i - 2
+            );
+        }
+        assert!(
+            first.len() == 1024 && first.iter().all(|&b| b == 0),
+            "the first value was overwritten"
+        );
+        Ok(())
+    }
+
+    #[test]
     fn a_second_seek_into_the_block_in_hand_reads_nothing_more() -> TestResult {
         let dir = tempfile::tempdir()?;
         let (_, table) = paged_table(&dir)?;

@@ -191,6 +191,28 @@ mod tests {
     use super::common_prefix_len;
     use proptest::prelude::*;
 
+    #[test]
+    fn common_prefix_len_is_exact_for_every_pair_of_lengths_and_first_difference_up_to_three_words() {
+        // Empty keys, keys shorter than a word, whole words and a few bytes
+        // past them; alike to the shorter one's end, or first differing in
+        // any one bit of any byte before it.
+        for a_len in 0..=25usize {
+            for b_len in 0..=25usize {
+                let a: Vec<u8> = (0..a_len as u8).collect();
+                let shorter = a_len.min(b_len);
+                for differ_at in 0..=shorter {
+                    let mut b: Vec<u8> = (0..b_len as u8).collect();
+                    if differ_at < shorter {
+                        b[differ_at] ^= 1 << (differ_at % 8);
+                    }
+                    let lens = (a_len, b_len, differ_at);
+                    assert_eq!(common_prefix_len(&a, &b), differ_at, "{lens:?}");
+                    assert_eq!(common_prefix_len(&b, &a), differ_at, "{lens:?}");
+                }
+            }
+        }
+    }
+
     proptest::proptest! {
         /// The word-at-a-time count agrees with a byte-at-a-time one, for
         /// keys that differ anywhere (before, inside or after a whole word)
