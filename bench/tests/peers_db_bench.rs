@@ -13,7 +13,7 @@ fn db_bench_runs_every_workload_when_installed() -> Result<(), Box<dyn std::erro
     };
     let num = 3000;
     let dir = tempfile::tempdir()?;
-    let report = db_bench::run_all(&bin, dir.path(), num, 1, None, cellar_engine::Compression::None)?;
+    let report = db_bench::run_all(&bin, dir.path(), num, 1, None, cellar_engine::Compression::None, 100)?;
     let names: Vec<&str> = report.workloads.iter().map(|m| m.workload.as_str()).collect();
     assert_eq!(names, workloads::WORKLOADS);
     for m in &report.workloads {

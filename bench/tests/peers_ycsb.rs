@@ -4,6 +4,7 @@
 #![cfg(feature = "peers")]
 
 use cellar_bench::peers::ycsb::{self, workload::Op, YcsbRuns};
+use cellar_bench::peers::Shape;
 use cellar_bench::progress::Silent;
 
 #[test]
@@ -12,7 +13,16 @@ fn every_ycsb_workload_runs_and_the_engines_read_the_same_records() -> Result<()
     let mut runs = YcsbRuns::new();
     for engine in ycsb::ENGINES {
         let dir = tempfile::tempdir()?;
-        let run = ycsb::run_engine(engine, dir.path(), records, operations, 11, None, &Silent)?;
+        let run = ycsb::run_engine(
+            engine,
+            dir.path(),
+            records,
+            operations,
+            11,
+            None,
+            Shape::default(),
+            &Silent,
+        )?;
         // What a child prints is what the parent reads.
         assert_eq!(ycsb::parse(&ycsb::format(&run))?, run, "{engine}");
         let names: Vec<&str> = run.phases.iter().map(|p| p.name.as_str()).collect();
@@ -24,7 +34,7 @@ fn every_ycsb_workload_runs_and_the_engines_read_the_same_records() -> Result<()
         assert!(scans.count > 300 && scans.found > scans.count, "{engine} {scans:?}");
         runs.insert(engine.to_string(), vec![run]);
     }
-    let hits = ycsb::check_hits(&runs)?;
+    let hits = ycsb::check_hits(&runs, 10)?;
     assert!(
         hits.starts_with("hits checked: cellar, fjall-field, fjall-record"),
         "{hits}"

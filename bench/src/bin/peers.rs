@@ -11,8 +11,12 @@
 //!                      cellar both size-tiered and leveled (`cellar-leveled`)
 //!
 //!   --num N            keys (default 1000000)
+//!   --value-size N     db_bench workloads: bytes of a value, db_bench's --value_size
+//!                      (default 100)
 //!   --records N        YCSB records (default 1000000)
 //!   --operations N     YCSB operations per workload (default 100000)
+//!   --field-count N    YCSB fields per record, YCSB's fieldcount (default 10)
+//!   --field-length N   YCSB bytes per field, YCSB's fieldlength (default 100)
 //!   --runs R           runs of each engine, alternated (default 3)
 //!   --engines a,b,..   engines in turn order (default: all present)
 //!   --cache data       give fjall's and RocksDB's block cache room for all the data
@@ -26,11 +30,16 @@
 //!
 //! Each run of each engine is a child process of this binary (`--child ENGINE`),
 //! so memory is per engine.
+//!
+//! The sizes apply to every engine alike, so the standard shapes' neighbours
+//! (values of 1000 bytes, rows of a hundred small fields) are compared like
+//! with like; the defaults are the standard shapes, which the README's
+//! figures were measured on.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cellar_bench::peers::{self, report, scale, ycsb, Config, Mode, ENTRY_BYTES};
+use cellar_bench::peers::{self, report, scale, ycsb, Config, Mode, Shape};
 use cellar_bench::progress::TerminalBar;
 use cellar_engine::Compression;
 
@@ -44,13 +53,22 @@ struct Args {
     cache_data: bool,
     cache_bytes: Option<u64>,
     compression: Compression,
+    shape: Shape,
     child: Option<String>,
     seed: u64,
 }
 
+/// The largest value (`--value-size`) and field (`--field-length`): a
+/// `cellar-wide` row of ten values must fit the 1 MiB pool values are cut from.
+const MAX_VALUE_SIZE: usize = 100_000;
+
+/// The most fields a record may have (`--field-count`).
+const MAX_FIELD_COUNT: usize = 10_000;
+
 fn usage() -> String {
-    "usage: peers [--ycsb | --scale] [--num N] [--records N] [--operations N] [--runs R] \
-     [--engines a,b,..] [--cache default|data] [--compression none|lz4] [--csv FILE] [--dir DIR]"
+    "usage: peers [--ycsb | --scale] [--num N] [--value-size N] [--records N] [--operations N] \
+     [--field-count N] [--field-length N] [--runs R] [--engines a,b,..] [--cache default|data] \
+     [--compression none|lz4] [--csv FILE] [--dir DIR]"
         .to_string()
 }
 
@@ -65,9 +83,11 @@ fn parse() -> Result<Args, String> {
         cache_data: false,
         cache_bytes: None,
         compression: Compression::None,
+        shape: Shape::default(),
         child: None,
         seed: 1,
     };
+    let (mut value_size, mut field_count, mut field_length) = (None, None, None);
     let (mut ycsb, mut scale) = (false, false);
     let (mut records, mut operations) = (1_000_000u64, 100_000u64);
     let mut it = std::env::args().skip(1);
@@ -90,6 +110,9 @@ fn parse() -> Result<Args, String> {
             "--num" => args.num = value.parse().map_err(bad)?,
             "--records" => records = value.parse().map_err(bad)?,
             "--operations" => operations = value.parse().map_err(bad)?,
+            "--value-size" => value_size = Some(value.parse().map_err(bad)?),
+            "--field-count" => field_count = Some(value.parse().map_err(bad)?),
+            "--field-length" => field_length = Some(value.parse().map_err(bad)?),
             "--runs" => args.runs = value.parse().map_err(bad)?,
             "--seed" => args.seed = value.parse().map_err(bad)?,
             "--csv" => args.csv = Some(PathBuf::from(&value)),
@@ -122,7 +145,40 @@ fn parse() -> Result<Args, String> {
     if args.num == 0 || args.runs == 0 || records == 0 || operations == 0 {
         return Err("--num, --records, --operations and --runs must be positive".into());
     }
+    args.shape = shape(&args.mode, value_size, field_count, field_length)?;
     Ok(args)
+}
+
+/// The sizes asked for, checked against the benchmark they apply to: a size
+/// another benchmark has is refused rather than ignored.
+fn shape(
+    mode: &Mode,
+    value_size: Option<usize>,
+    field_count: Option<usize>,
+    field_length: Option<usize>,
+) -> Result<Shape, String> {
+    let ycsb = matches!(mode, Mode::Ycsb { .. });
+    if value_size.is_some() && *mode != Mode::DbBench {
+        return Err("--value-size applies to db_bench's workloads only (YCSB has --field-length)".into());
+    }
+    if (field_count.is_some() || field_length.is_some()) && !ycsb {
+        return Err("--field-count and --field-length apply to --ycsb only".into());
+    }
+    let standard = Shape::default();
+    let shape = Shape {
+        value_bytes: value_size.unwrap_or(standard.value_bytes),
+        fields: field_count.unwrap_or(standard.fields),
+        field_bytes: field_length.unwrap_or(standard.field_bytes),
+    };
+    if !(1..=MAX_VALUE_SIZE).contains(&shape.value_bytes) || !(1..=MAX_VALUE_SIZE).contains(&shape.field_bytes) {
+        return Err(format!(
+            "--value-size and --field-length are 1 to {MAX_VALUE_SIZE} bytes"
+        ));
+    }
+    if !(1..=MAX_FIELD_COUNT).contains(&shape.fields) {
+        return Err(format!("--field-count is 1 to {MAX_FIELD_COUNT}"));
+    }
+    Ok(shape)
 }
 
 fn main() -> ExitCode {
@@ -143,23 +199,26 @@ fn main() -> ExitCode {
 }
 
 /// A block cache with room for all the data: twice its user bytes, so blocks'
-/// own overhead and the versions not yet compacted away fit too.
-fn cache_for_all_data(mode: &Mode, num: u64) -> u64 {
+/// own overhead and the versions not yet compacted away fit too (a YCSB
+/// field counts 30 bytes beside its value: its key or name and lengths).
+fn cache_for_all_data(mode: &Mode, num: u64, shape: Shape) -> u64 {
     match mode {
-        Mode::Ycsb { records, operations } => 2 * (records + operations) * (ycsb::record::FIELDS * 130) as u64,
-        Mode::DbBench | Mode::Scale => 2 * num * ENTRY_BYTES,
+        Mode::Ycsb { records, operations } => {
+            2 * (records + operations) * (shape.fields * (shape.field_bytes + 30)) as u64
+        }
+        Mode::DbBench | Mode::Scale => 2 * num * shape.entry_bytes(),
     }
 }
 
 fn run_child(engine: &str, args: &Args) -> Result<String, String> {
     let dir = args.dir.as_ref().ok_or("--child needs --dir")?;
     let bar = TerminalBar::new();
-    let (num, seed, cache) = (args.num, args.seed, args.cache_bytes);
+    let (num, seed, cache, shape) = (args.num, args.seed, args.cache_bytes, args.shape);
     let out = match &args.mode {
-        Mode::DbBench => report::child_main(engine, dir, num, seed, cache, args.compression, &bar),
+        Mode::DbBench => report::child_main(engine, dir, num, seed, cache, args.compression, shape.value_bytes, &bar),
         Mode::Scale => scale::child_main(engine, dir, num, seed, cache, &bar),
         Mode::Ycsb { records, operations } => {
-            ycsb::run_engine(engine, dir, *records, *operations, seed, cache, &bar).map(|r| ycsb::format(&r))
+            ycsb::run_engine(engine, dir, *records, *operations, seed, cache, shape, &bar).map(|r| ycsb::format(&r))
         }
     };
     out.map_err(|e| e.to_string())
@@ -189,8 +248,11 @@ fn run(args: Args) -> Result<(), String> {
         num: args.num,
         runs: args.runs,
         engines,
-        cache: args.cache_data.then(|| cache_for_all_data(&args.mode, args.num)),
+        cache: args
+            .cache_data
+            .then(|| cache_for_all_data(&args.mode, args.num, args.shape)),
         compression: args.compression,
+        shape: args.shape,
         dir,
         exe: std::env::current_exe().map_err(|e| e.to_string())?,
     };
@@ -219,7 +281,7 @@ fn run(args: Args) -> Result<(), String> {
             Ok(scale::render(&config, &runs, &hits))
         }),
         Mode::Ycsb { records, operations } => ycsb::run(&config, &mut log).and_then(|runs| {
-            let hits = ycsb::check_hits(&runs)?;
+            let hits = ycsb::check_hits(&runs, config.shape.fields)?;
             Ok(ycsb::render(&config, *records, *operations, &runs, &hits))
         }),
     };

@@ -1,14 +1,14 @@
 //! cellar, in two shapes: each key a row of one column (`cellar`, and
 //! `cellar-buffered` with the log buffered in the process, and
 //! `cellar-leveled` with leveled compaction), and each key a wide row of ten
-//! 100-byte columns (`cellar-wide`, N/10 rows).
+//! columns of one value each (`cellar-wide`, N/10 rows).
 
 use std::path::Path;
 
 use cellar_engine::{Compaction, Compression, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
 
 use super::read_amp::ReadAmp;
-use super::workloads::{Adapter, KEY_BYTES, VALUE_BYTES};
+use super::workloads::{Adapter, KEY_BYTES};
 use crate::error::Result;
 
 const FAMILY: &str = "bench";
@@ -76,8 +76,10 @@ impl Adapter for Cellar {
         if !self.wide {
             return Ok(self.store.put(FAMILY, key, NARROW_COLUMN, values)?);
         }
+        // The row's bytes are its ten values end to end, all of one length.
+        let value_bytes = (values.len() / WIDE_COLUMNS).max(1);
         let mut batch = WriteBatch::new();
-        for (column, value) in WIDE_COLUMN_NAMES.iter().zip(values.chunks(VALUE_BYTES)) {
+        for (column, value) in WIDE_COLUMN_NAMES.iter().zip(values.chunks(value_bytes)) {
             batch.put(FAMILY, key, column, value);
         }
         Ok(self.store.write(&batch)?)

@@ -140,7 +140,8 @@ fn tail(text: &str) -> &str {
 }
 
 /// The command line of one invocation: the options, with data blocks
-/// compressed by `compression` (`none` or `lz4`), nothing else changed.
+/// compressed by `compression` (`none` or `lz4`) and values of `value_bytes`
+/// (`--value_size`), nothing else changed.
 #[expect(clippy::too_many_arguments, reason = "one argument per db_bench option it sets")]
 fn command(
     bin: &Path,
@@ -151,6 +152,7 @@ fn command(
     reads: u64,
     seed: u64,
     compression: &str,
+    value_bytes: usize,
 ) -> Command {
     let mut cmd = Command::new(bin);
     cmd.arg(format!("--benchmarks={benchmarks}"))
@@ -160,7 +162,7 @@ fn command(
         .arg(format!("--use_existing_db={}", u8::from(!fresh)))
         .arg(format!("--seed={seed}"))
         .arg("--key_size=16")
-        .arg("--value_size=100")
+        .arg(format!("--value_size={value_bytes}"))
         .arg(format!("--compression_type={compression}"))
         .arg("--bloom_bits=10")
         .arg("--block_size=4096")
@@ -222,7 +224,8 @@ fn measured(workload: &str, expected_ops: u64, line: &Line) -> Measured {
 /// One run of every workload through db_bench, in fresh folders under `dir`;
 /// `seed` makes the run's keys repeatable (each invocation gets its own seed,
 /// so reads do not replay the fill's key sequence); `cache` is the block
-/// cache in bytes (`None`: db_bench's default, 8 MiB).
+/// cache in bytes (`None`: db_bench's default, 8 MiB); values are
+/// `value_bytes` long.
 pub fn run_all(
     bin: &Path,
     dir: &Path,
@@ -230,6 +233,7 @@ pub fn run_all(
     seed: u64,
     cache: Option<u64>,
     compression: cellar_engine::Compression,
+    value_bytes: usize,
 ) -> Result<RunReport> {
     let codec = compression.to_string();
     let mut report = RunReport::default();
@@ -237,7 +241,7 @@ pub fn run_all(
     let mut track = |inv: &Invocation| peak = peak.max(inv.memory);
     let base = seed.wrapping_mul(1000);
     let invoke = |db: &Path, benchmarks: &str, fresh: bool, reads: u64, seed: u64| {
-        let mut cmd = command(bin, db, num, benchmarks, fresh, reads, seed, &codec);
+        let mut cmd = command(bin, db, num, benchmarks, fresh, reads, seed, &codec, value_bytes);
         if let Some(bytes) = cache {
             cmd.arg(format!("--cache_size={bytes}"));
         }
@@ -357,6 +361,7 @@ compact      :   43363.000 micros/op 23 ops/sec 0.043 seconds 1 operations;
             10,
             3,
             "none",
+            100,
         );
         let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         for want in [

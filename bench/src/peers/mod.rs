@@ -24,6 +24,12 @@
 //! Each run of each engine happens in a child process of the calling binary,
 //! so its memory is its own; engines take turns, run after run, and the
 //! report gives the median of the runs.
+//!
+//! The shapes are the benchmarks' standard ones unless a [`Shape`] says
+//! otherwise: db_bench's `--value_size`, YCSB's `fieldcount` and
+//! `fieldlength` are options of `peers` too, applied to every engine alike,
+//! because a store that leads on the standard shape may fall behind on a
+//! shape next to it (values of 1000 bytes, rows of a hundred fields).
 
 pub mod cellar;
 pub mod db_bench;
@@ -47,6 +53,36 @@ use workloads::{Adapter, RunReport};
 
 /// Bytes of one db_bench entry: 16-byte key + 100-byte value.
 pub const ENTRY_BYTES: u64 = (workloads::KEY_BYTES + workloads::VALUE_BYTES) as u64;
+
+/// The shape of what a benchmark writes, the same for every engine: the
+/// options db_bench and YCSB themselves have for it. The default is each
+/// benchmark's standard shape, the one the README's figures were measured on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Bytes of a db_bench value (db_bench's `--value_size`; 100).
+    pub value_bytes: usize,
+    /// Fields of a YCSB record (YCSB's `fieldcount`; 10).
+    pub fields: usize,
+    /// Bytes of a YCSB field (YCSB's `fieldlength`; 100).
+    pub field_bytes: usize,
+}
+
+impl Default for Shape {
+    fn default() -> Shape {
+        Shape {
+            value_bytes: workloads::VALUE_BYTES,
+            fields: ycsb::record::FIELDS,
+            field_bytes: ycsb::record::FIELD_BYTES,
+        }
+    }
+}
+
+impl Shape {
+    /// Bytes of one db_bench entry: the 16-byte key and the value.
+    pub fn entry_bytes(&self) -> u64 {
+        (workloads::KEY_BYTES + self.value_bytes) as u64
+    }
+}
 
 /// The engines run in process (by a child of this binary); `rocksdb` too when
 /// the `rocksdb` feature built it.
@@ -188,6 +224,8 @@ pub struct Config {
     pub cache: Option<u64>,
     /// How every engine compresses its data blocks (db_bench's workloads).
     pub compression: Compression,
+    /// Value and record sizes.
+    pub shape: Shape,
     /// Where the stores go (a folder of its own is made per run).
     pub dir: PathBuf,
     /// This binary, run with `--child ENGINE` for each in-process run.
@@ -206,7 +244,12 @@ impl Config {
             dir.display().to_string(),
         ];
         match &self.mode {
-            Mode::DbBench => args.extend(["--num".into(), self.num.to_string()]),
+            Mode::DbBench => args.extend([
+                "--num".into(),
+                self.num.to_string(),
+                "--value-size".into(),
+                self.shape.value_bytes.to_string(),
+            ]),
             Mode::Scale => args.extend(["--scale".into(), "--num".into(), self.num.to_string()]),
             Mode::Ycsb { records, operations } => args.extend([
                 "--ycsb".into(),
@@ -214,6 +257,10 @@ impl Config {
                 records.to_string(),
                 "--operations".into(),
                 operations.to_string(),
+                "--field-count".into(),
+                self.shape.fields.to_string(),
+                "--field-length".into(),
+                self.shape.field_bytes.to_string(),
             ]),
         }
         if let Some(bytes) = self.cache {
@@ -293,7 +340,16 @@ pub fn run(config: &Config, log: &mut dyn FnMut(&str)) -> Result<Runs> {
     alternate(config, log, |engine, run, dir| {
         if engine == "db_bench" {
             let bin = db_bench::find().ok_or_else(|| Error::Peer("db_bench is not installed".into()))?;
-            db_bench::run_all(&bin, dir, config.num, run as u64 + 1, config.cache, config.compression)
+            let (num, seed) = (config.num, run as u64 + 1);
+            db_bench::run_all(
+                &bin,
+                dir,
+                num,
+                seed,
+                config.cache,
+                config.compression,
+                config.shape.value_bytes,
+            )
         } else {
             let args = config.child_args(engine, run, dir);
             let text = run_child(&config.exe, &args, &format!("{engine} run {}", run + 1))?;

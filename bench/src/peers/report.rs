@@ -6,10 +6,7 @@ use std::path::Path;
 
 use super::memory::Memory;
 use super::workloads::{self, Measured, RunReport, WORKLOADS};
-use super::{
-    extra_note, human, median_of, mib, ratio, read_path_with, Config, Runs, CELLAR_LEVELED, ENTRY_BYTES, PEERS,
-    SAME_KEYS,
-};
+use super::{extra_note, human, median_of, mib, ratio, read_path_with, Config, Runs, CELLAR_LEVELED, PEERS, SAME_KEYS};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use cellar_engine::Compression;
@@ -17,8 +14,13 @@ use cellar_engine::Compression;
 /// The read workloads, whose entries found every engine must agree on.
 pub const READS: [&str; 3] = ["readrandom", "readseq", "seekrandom"];
 
-/// Runs every workload on one in-process engine and returns the report in
-/// the line format [`parse`] reads. This is what a child process does.
+/// Runs every workload on one in-process engine, values of `value_bytes`,
+/// and returns the report in the line format [`parse`] reads. This is what a
+/// child process does.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per option of the child's command line"
+)]
 pub fn child_main(
     engine: &str,
     dir: &Path,
@@ -26,6 +28,7 @@ pub fn child_main(
     seed: u64,
     cache: Option<u64>,
     compression: Compression,
+    value_bytes: usize,
     progress: &dyn Progress,
 ) -> Result<String> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -36,7 +39,7 @@ pub fn child_main(
         Compression::None => workloads::ValueKind::Random,
         _ => workloads::ValueKind::HalfCompressible,
     };
-    let report = workloads::run_all(&open, dir, num, seed, values, progress)?;
+    let report = workloads::run_all(&open, dir, num, seed, values, value_bytes, progress)?;
     Ok(format(&report))
 }
 
@@ -245,8 +248,11 @@ pub fn render(config: &Config, runs: &Runs, hits: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "peers: {} keys (16 B keys, 100 B values), {} run(s) per engine, medians in ops/s",
-        config.num, config.runs
+        "peers: {} keys ({} B keys, {} B values), {} run(s) per engine, medians in ops/s",
+        config.num,
+        workloads::KEY_BYTES,
+        config.shape.value_bytes,
+        config.runs
     );
     let _ = writeln!(
         out,
@@ -281,9 +287,10 @@ pub fn render(config: &Config, runs: &Runs, hits: &str) -> String {
         throughput_table(&mut out, &extras, &[], runs);
     }
 
+    let entry_bytes = config.shape.entry_bytes();
     let _ = writeln!(
         out,
-        "\nspace (medians; live = 116 B x distinct entries; fillrandom compacted before overwrite)"
+        "\nspace (medians; live = {entry_bytes} B x distinct entries; fillrandom compacted before overwrite)"
     );
     let _ = writeln!(
         out,
@@ -296,7 +303,7 @@ pub fn render(config: &Config, runs: &Runs, hits: &str) -> String {
                 continue;
             };
             let live_bytes = median_of(reports(e), |r| {
-                Some((if live == 0 { r.live_entries.0 } else { r.live_entries.1 } * ENTRY_BYTES) as f64)
+                Some((if live == 0 { r.live_entries.0 } else { r.live_entries.1 } * entry_bytes) as f64)
             })
             .unwrap_or(0.0);
             let amp = if live_bytes > 0.0 {

@@ -1,7 +1,8 @@
 //! The db_bench workloads, run against any [`Adapter`].
 //!
 //! Keys are db_bench's: 16 bytes, the key number big-endian in the first 8
-//! bytes and `'0'` padding after; values are 100 bytes. `fillrandom` and
+//! bytes and `'0'` padding after; values are 100 bytes (db_bench's default
+//! `--value_size`; `peers --value-size` picks another, for every engine). `fillrandom` and
 //! `overwrite` pick keys `rand() % N` (so about 63% of the N keys exist after
 //! `fillrandom`), `readrandom` does N/5 point reads, `readseq` scans everything
 //! forward, `seekrandom` seeks N/10 times and reads the entry found plus 10 more.
@@ -16,7 +17,7 @@ use crate::progress::Progress;
 
 /// Bytes of a key.
 pub const KEY_BYTES: usize = 16;
-/// Bytes of a value.
+/// Bytes of a value, db_bench's default `--value_size`.
 pub const VALUE_BYTES: usize = 100;
 /// Entries read per seek in `seekrandom`: the one found and 10 nexts.
 pub const SEEK_ENTRIES: usize = 11;
@@ -40,7 +41,8 @@ pub trait Adapter {
     fn entries_per_key(&self) -> usize {
         1
     }
-    /// Writes `key` with `values` (one value of [`VALUE_BYTES`] per entry).
+    /// Writes `key` with `values` (one value per entry, all of one length:
+    /// [`VALUE_BYTES`] unless the run says otherwise).
     fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()>;
     /// Reads one entry of `key` (`column` < entries per key); true if found.
     fn get(&mut self, key: &[u8; KEY_BYTES], column: usize) -> Result<bool>;
@@ -249,7 +251,8 @@ fn timed(workload: &str, ops: u64, found: u64, start: Instant) -> Measured {
 /// Steps between progress updates.
 const STEP: u64 = 10_000;
 
-/// Runs every workload on fresh stores under `dir`, `num` entries, keys drawn from `seed`.
+/// Runs every workload on fresh stores under `dir`, `num` entries of
+/// `value_bytes`-byte values, keys drawn from `seed`.
 ///
 /// `fillrandom` runs first, in a store which is flushed and measured, compacted
 /// and measured (space amplification against the distinct keys it holds), and
@@ -261,6 +264,7 @@ pub fn run_all(
     num: u64,
     seed: u64,
     values: ValueKind,
+    value_bytes: usize,
     progress: &dyn Progress,
 ) -> Result<RunReport> {
     let mut report = RunReport::default();
@@ -274,7 +278,7 @@ pub fn run_all(
     let mut db = open(&rand_dir)?;
     let per_key = db.entries_per_key().max(1) as u64;
     let keys = (num / per_key).max(1);
-    let row_bytes = VALUE_BYTES * per_key as usize;
+    let row_bytes = value_bytes * per_key as usize;
 
     // fillrandom
     let mut present = vec![false; keys as usize];

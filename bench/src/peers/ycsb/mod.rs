@@ -3,9 +3,11 @@
 //! reads, updates, inserts and short scans.
 //!
 //! db_bench's workloads measure flat keys; YCSB measures records. A record is
-//! a row of ten 100-byte fields, so each engine is run in the model its users
-//! would pick ([`record`]): cellar as one row of ten columns, fjall and
-//! RocksDB both as one key per record and as one key per field. cellar is
+//! a row of ten 100-byte fields (YCSB's `fieldcount` and `fieldlength`, which
+//! `peers --field-count` and `--field-length` change for every engine), so
+//! each engine is run in the model its users would pick ([`record`]): cellar
+//! as one row of one column per field, fjall and RocksDB both as one key per
+//! record and as one key per field. cellar is
 //! compared with each peer's faster model, workload by workload.
 //!
 //! Each engine runs [`workload::run_all`] in a child process of its own: the
@@ -13,7 +15,7 @@
 //! operations fixed by the run's seed. Engines take turns, run after run; the
 //! report gives medians of throughput and of latency percentiles, and checks
 //! that every engine read exactly the same records (every read and
-//! read-modify-write must find its record with all ten fields; scans must
+//! read-modify-write must find its record with all its fields; scans must
 //! return the same number of records on every engine).
 //!
 //! RocksDB also has a wide-column API (`PutEntity` / `GetEntity`), which
@@ -31,11 +33,11 @@ use std::path::Path;
 
 use super::memory::{self, Memory, Sampler};
 use super::workloads::disk_bytes;
-use super::{human, median_of, mib, ratio, read_path, Config, RSS_NOTE};
+use super::{human, median_of, mib, ratio, read_path, Config, Shape, RSS_NOTE};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use latency::Percentiles;
-use record::{CellarRow, KeyPerField, RecordPerKey, RecordStore, FIELDS, FIELD_BYTES};
+use record::{CellarRow, KeyPerField, RecordPerKey, RecordStore};
 use workload::{Op, OpReport, PhaseReport, PHASES};
 
 /// The engines and models, in turn order; `rocksdb-*` with the `rocksdb` feature.
@@ -52,14 +54,23 @@ pub const ENGINES: &[&str] = &[
 /// The peers cellar is compared with: each one's faster model, workload by workload.
 pub const PEERS: &[&str] = &["fjall", "rocksdb"];
 
-/// What a model name means, for the report.
-pub fn model(engine: &str) -> &'static str {
+/// What a model name means, for the report, with records of `fields` fields.
+pub fn model(engine: &str, fields: usize) -> String {
     if engine == "cellar" {
-        "a record is a row of 10 columns: a read is visit_row (get_row's cells lent), an update puts one column, a scan is a row scan with a limit, its rows visited"
+        format!(
+            "a record is a row of {fields} columns: a read is visit_row (get_row's cells lent), an update puts one \
+             column, a scan is a row scan with a limit, its rows visited"
+        )
     } else if engine.ends_with("-record") {
-        "one key per record, the 10 fields serialized in its value: an update reads the value, changes a field, writes it back"
+        format!(
+            "one key per record, the {fields} fields serialized in its value: an update reads the value, changes a \
+             field, writes it back"
+        )
     } else {
-        "one key per field (record key, 0 byte, field name): a read is a prefix scan over 10 keys, an update writes one key"
+        format!(
+            "one key per field (record key, 0 byte, field name): a read is a prefix scan over {fields} keys, an \
+             update writes one key"
+        )
     }
 }
 
@@ -96,7 +107,12 @@ impl YcsbRun {
     }
 }
 
-/// Runs YCSB on one engine in `dir`; this is what a child process does.
+/// Runs YCSB on one engine in `dir`, records of `shape`'s fields; this is
+/// what a child process does.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per option of the child's command line"
+)]
 pub fn run_engine(
     engine: &str,
     dir: &Path,
@@ -104,6 +120,7 @@ pub fn run_engine(
     operations: u64,
     seed: u64,
     cache: Option<u64>,
+    shape: Shape,
     progress: &dyn Progress,
 ) -> Result<YcsbRun> {
     let store_dir = dir.join("store");
@@ -112,7 +129,7 @@ pub fn run_engine(
     memory::reset_peak();
     sampler.reset();
     let mut store = open(engine, &store_dir, cache)?;
-    let phases = workload::run_all(store.as_mut(), records, operations, seed, progress)?;
+    let phases = workload::run_all(store.as_mut(), records, operations, seed, shape, progress)?;
     let disk = disk_bytes(&store_dir)?;
     drop(store);
     Ok(YcsbRun {
@@ -219,8 +236,8 @@ pub fn run(config: &Config, log: &mut dyn FnMut(&str)) -> Result<YcsbRuns> {
 }
 
 /// Checks that every engine did the same operations and read the same
-/// records, run by run, and says what they read.
-pub fn check_hits(runs: &YcsbRuns) -> Result<String> {
+/// records, run by run, and says what they read; a record has `fields` fields.
+pub fn check_hits(runs: &YcsbRuns, fields: usize) -> Result<String> {
     let Some((ref_engine, ref_runs)) = runs.iter().next() else {
         return Ok("hits checked: no runs".into());
     };
@@ -255,7 +272,7 @@ pub fn check_hits(runs: &YcsbRuns) -> Result<String> {
     }
     Ok(format!(
         "hits checked: {} did the same operations and found the same records in every workload of every run; \
-         every read found its record with all {FIELDS} fields (run 1, records found / operations: {})",
+         every read found its record with all {fields} fields (run 1, records found / operations: {})",
         runs.keys().cloned().collect::<Vec<_>>().join(", "),
         first.join(", ")
     ))
@@ -293,9 +310,9 @@ pub fn render(config: &Config, records: u64, operations: u64, runs: &YcsbRuns, h
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "ycsb: {records} records of {FIELDS} fields x {FIELD_BYTES} B (keys \"user\" + FNV hash of the record \
-         number), {operations} operations per workload, one client thread, {} run(s) per engine, medians",
-        config.runs
+        "ycsb: {records} records of {} fields x {} B (keys \"user\" + FNV hash of the record number), {operations} \
+         operations per workload, one client thread, {} run(s) per engine, medians",
+        config.shape.fields, config.shape.field_bytes, config.runs
     );
     let _ = writeln!(
         out,
@@ -309,7 +326,7 @@ pub fn render(config: &Config, records: u64, operations: u64, runs: &YcsbRuns, h
     );
     let _ = writeln!(out, "models and read paths:");
     for e in &engines {
-        let _ = writeln!(out, "  {e:<15} {}", model(e));
+        let _ = writeln!(out, "  {e:<15} {}", model(e, config.shape.fields));
         let _ = writeln!(out, "  {:<15} {}", "", read_path(e, config.cache));
     }
     let _ = writeln!(
@@ -432,7 +449,7 @@ mod tests {
         runs.insert("cellar".into(), vec![run(100)]);
         runs.insert("fjall-field".into(), vec![run(99)]);
         assert_eq!(
-            check_hits(&runs).map_err(|e| e.to_string()),
+            check_hits(&runs, 10).map_err(|e| e.to_string()),
             Err(
                 "engines disagree on workload C (reads) in run 1: cellar Some((100, 100)), fjall-field \
                  Some((100, 99)) (operations, records found)"
@@ -440,6 +457,6 @@ mod tests {
             )
         );
         runs.insert("fjall-field".into(), vec![run(100)]);
-        assert!(check_hits(&runs).is_ok());
+        assert!(check_hits(&runs, 10).is_ok());
     }
 }

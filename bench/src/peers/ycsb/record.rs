@@ -1,4 +1,5 @@
-//! A YCSB record (ten named fields) and the ways an engine can store one.
+//! A YCSB record (named fields: ten by default) and the ways an engine can
+//! store one.
 //!
 //! A wide-column store holds a record as it is: a row whose columns are the
 //! fields ([`CellarRow`]); reading the record reads the row, updating a field
@@ -8,7 +9,8 @@
 //!   value. A read is one point lookup; an update must read the value, change
 //!   one field and write the whole value back (as YCSB's RocksDB binding does).
 //! * [`KeyPerField`]: one key per field (`record key 00 field name`). An
-//!   update is one blind write; a read is a short prefix scan over ten keys.
+//!   update is one blind write; a read is a short prefix scan over the
+//!   record's keys, one per field.
 //!
 //! Both models are written once over [`KeyValue`], the handful of operations
 //! they need, which fjall and RocksDB implement.
@@ -19,24 +21,25 @@ use cellar_engine::{RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
 
 use crate::error::{Error, Result};
 
-/// Fields of a record.
+/// Fields of a record: YCSB's default `fieldcount`.
 pub const FIELDS: usize = 10;
-/// Bytes of a field's value.
+/// Bytes of a field's value: YCSB's default `fieldlength`.
 pub const FIELD_BYTES: usize = 100;
-/// The fields' names, as YCSB names them.
-pub const FIELD_NAMES: [&str; FIELDS] = [
-    "field0", "field1", "field2", "field3", "field4", "field5", "field6", "field7", "field8", "field9",
-];
+
+/// The name of field `i`, as YCSB names it: `field0`, `field1`, ...
+pub fn field_name(i: usize) -> Vec<u8> {
+    format!("field{i}").into_bytes()
+}
 
 /// A store of records: what a YCSB client asks of a database.
 pub trait RecordStore {
-    /// Writes a new record with every field (`values[i]` is field `i`).
-    fn insert(&mut self, key: &[u8], values: &[&[u8]; FIELDS]) -> Result<()>;
+    /// Writes a new record with every field, given as (name, value) pairs.
+    fn insert(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()>;
     /// Reads every field of a record; returns how many fields it found
     /// (0: no such record).
     fn read(&mut self, key: &[u8]) -> Result<usize>;
-    /// Sets field `field` of a record to `value`.
-    fn update(&mut self, key: &[u8], field: usize, value: &[u8]) -> Result<()>;
+    /// Sets the field named `field` of a record to `value`.
+    fn update(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()>;
     /// Reads up to `records` records in key order from the first at or after
     /// `start`, every field; returns (records, fields) read.
     fn scan(&mut self, start: &[u8], records: usize) -> Result<(usize, usize)>;
@@ -86,7 +89,7 @@ pub fn encode(fields: &[(&[u8], &[u8])], out: &mut Vec<u8>) {
 /// The fields of a value written by [`encode`].
 pub fn decode(mut bytes: &[u8]) -> Result<Vec<(&[u8], &[u8])>> {
     let bad = || Error::Peer("a stored record does not decode".into());
-    let mut fields = Vec::with_capacity(FIELDS);
+    let mut fields = Vec::new();
     while let Some((&name_len, rest)) = bytes.split_first() {
         let (name, rest) = rest.split_at_checked(usize::from(name_len)).ok_or_else(bad)?;
         let (len, rest) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
@@ -118,13 +121,8 @@ impl<K: KeyValue> RecordPerKey<K> {
 }
 
 impl<K: KeyValue> RecordStore for RecordPerKey<K> {
-    fn insert(&mut self, key: &[u8], values: &[&[u8]; FIELDS]) -> Result<()> {
-        let fields: Vec<(&[u8], &[u8])> = FIELD_NAMES
-            .iter()
-            .map(|n| n.as_bytes())
-            .zip(values.iter().copied())
-            .collect();
-        encode(&fields, &mut self.encoded);
+    fn insert(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
+        encode(fields, &mut self.encoded);
         self.kv.put(key, &self.encoded)
     }
 
@@ -135,8 +133,7 @@ impl<K: KeyValue> RecordStore for RecordPerKey<K> {
         Ok(decode(&self.value)?.len())
     }
 
-    fn update(&mut self, key: &[u8], field: usize, value: &[u8]) -> Result<()> {
-        let name = FIELD_NAMES.get(field).map(|n| n.as_bytes()).unwrap_or_default();
+    fn update(&mut self, key: &[u8], name: &[u8], value: &[u8]) -> Result<()> {
         let found = self.kv.get(key, &mut self.value)?;
         let mut fields = if found { decode(&self.value)? } else { Vec::new() };
         match fields.iter_mut().find(|(n, _)| *n == name) {
@@ -197,15 +194,19 @@ fn record_of(field_key: &[u8]) -> &[u8] {
 }
 
 impl<K: KeyValue> RecordStore for KeyPerField<K> {
-    fn insert(&mut self, key: &[u8], values: &[&[u8]; FIELDS]) -> Result<()> {
-        let keys: Vec<Vec<u8>> = FIELD_NAMES
+    fn insert(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
+        let keys: Vec<Vec<u8>> = fields
             .iter()
-            .map(|name| {
-                self.field_key(key, name.as_bytes());
+            .map(|(name, _)| {
+                self.field_key(key, name);
                 self.key.clone()
             })
             .collect();
-        let pairs: Vec<(&[u8], &[u8])> = keys.iter().map(Vec::as_slice).zip(values.iter().copied()).collect();
+        let pairs: Vec<(&[u8], &[u8])> = keys
+            .iter()
+            .map(Vec::as_slice)
+            .zip(fields.iter().map(|(_, value)| *value))
+            .collect();
         self.kv.put_batch(&pairs)
     }
 
@@ -222,9 +223,8 @@ impl<K: KeyValue> RecordStore for KeyPerField<K> {
         Ok(fields)
     }
 
-    fn update(&mut self, key: &[u8], field: usize, value: &[u8]) -> Result<()> {
-        let name = FIELD_NAMES.get(field).copied().unwrap_or_default();
-        self.field_key(key, name.as_bytes());
+    fn update(&mut self, key: &[u8], name: &[u8], value: &[u8]) -> Result<()> {
+        self.field_key(key, name);
         self.kv.put(&self.key, value)
     }
 
@@ -276,9 +276,9 @@ impl CellarRow {
 }
 
 impl RecordStore for CellarRow {
-    fn insert(&mut self, key: &[u8], values: &[&[u8]; FIELDS]) -> Result<()> {
+    fn insert(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
         self.batch.clear();
-        for (name, value) in FIELD_NAMES.iter().zip(values) {
+        for (name, value) in fields {
             self.batch.put(FAMILY, key, name, value);
         }
         Ok(self.store.write(&self.batch)?)
@@ -291,8 +291,7 @@ impl RecordStore for CellarRow {
         Ok(self.store.visit_row(FAMILY, key, |_| {})?)
     }
 
-    fn update(&mut self, key: &[u8], field: usize, value: &[u8]) -> Result<()> {
-        let name = FIELD_NAMES.get(field).copied().unwrap_or_default();
+    fn update(&mut self, key: &[u8], name: &[u8], value: &[u8]) -> Result<()> {
         Ok(self.store.put(FAMILY, key, name, value)?)
     }
 
@@ -355,19 +354,21 @@ mod tests {
         }
     }
 
-    fn values(fill: u8) -> [Vec<u8>; FIELDS] {
-        std::array::from_fn(|i| vec![fill + i as u8; FIELD_BYTES])
+    fn values(fill: u8) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..FIELDS)
+            .map(|i| (field_name(i), vec![fill + i as u8; FIELD_BYTES]))
+            .collect()
     }
 
     fn exercise(store: &mut dyn RecordStore) -> Result<()> {
         let v = values(10);
-        let refs: [&[u8]; FIELDS] = std::array::from_fn(|i| v[i].as_slice());
+        let refs: Vec<(&[u8], &[u8])> = v.iter().map(|(n, v)| (n.as_slice(), v.as_slice())).collect();
         for key in ["user1", "user12", "user2", "user3"] {
             store.insert(key.as_bytes(), &refs)?;
         }
         assert_eq!(store.read(b"user12")?, FIELDS);
         assert_eq!(store.read(b"user11")?, 0);
-        store.update(b"user12", 3, b"new")?;
+        store.update(b"user12", b"field3", b"new")?;
         assert_eq!(store.read(b"user12")?, FIELDS);
         // "user12" sorts between "user1" and "user2".
         assert_eq!(store.scan(b"user1", 2)?, (2, 2 * FIELDS));

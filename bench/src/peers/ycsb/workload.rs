@@ -18,14 +18,17 @@
 //! operation. The zipfian key chooser spans the records plus twice the
 //! inserts a workload expects, and a draw beyond the newest acknowledged
 //! record is drawn again. The run is one client thread, no target rate.
+//! A record has `fieldcount` fields of `fieldlength` bytes (YCSB's options,
+//! 10 and 100 by default: [`Shape`]), named `field0`, `field1`, ...
 
 use std::time::Instant;
 
 use super::generator::{ScrambledZipfian, SkewedLatest, Uniform};
 use super::latency::{Latencies, Percentiles};
-use super::record::{RecordStore, FIELDS, FIELD_BYTES};
+use super::record::{field_name, RecordStore};
 use crate::error::{Error, Result};
 use crate::peers::workloads::{Rng, Values};
+use crate::peers::Shape;
 use crate::progress::Progress;
 
 /// What an operation does.
@@ -199,6 +202,11 @@ struct Client<'a> {
     records: u64,
     rng: Rng,
     values: Values,
+    /// The fields' names, `field0` to `field{fieldcount - 1}`.
+    names: Vec<Vec<u8>>,
+    /// Bytes of a field's value (`fieldlength`).
+    field_bytes: usize,
+    /// Picks the field an update writes.
     fields: Uniform,
     progress: &'a dyn Progress,
 }
@@ -207,17 +215,31 @@ struct Client<'a> {
 const STEP: u64 = 1000;
 
 impl Client<'_> {
-    fn field_values(&mut self) -> [Vec<u8>; FIELDS] {
-        std::array::from_fn(|_| self.values.next(FIELD_BYTES).to_vec())
+    fn field_values(&mut self) -> Vec<Vec<u8>> {
+        (0..self.names.len())
+            .map(|_| self.values.next(self.field_bytes).to_vec())
+            .collect()
     }
 
     fn insert(&mut self) -> Result<()> {
         let key = record_key(self.records);
         let values = self.field_values();
-        let refs: [&[u8]; FIELDS] = std::array::from_fn(|i| values.get(i).map(Vec::as_slice).unwrap_or_default());
-        self.store.insert(&key, &refs)?;
+        let fields: Vec<(&[u8], &[u8])> = self
+            .names
+            .iter()
+            .map(Vec::as_slice)
+            .zip(values.iter().map(Vec::as_slice))
+            .collect();
+        self.store.insert(&key, &fields)?;
         self.records += 1;
         Ok(())
+    }
+
+    /// A field chosen uniformly and a new value for it, as an update writes.
+    fn field_update(&mut self) -> (Vec<u8>, Vec<u8>) {
+        let field = self.fields.next(&mut self.rng) as usize;
+        let name = self.names.get(field).cloned().unwrap_or_default();
+        (name, self.values.next(self.field_bytes).to_vec())
     }
 
     /// Loads `records` records.
@@ -264,6 +286,7 @@ impl Client<'_> {
             Distribution::Latest => Chooser::Latest(SkewedLatest::new(self.records as i64 - 1)),
         };
         let scan_length = Uniform::new(1, MAX_SCAN);
+        let fields = self.names.len();
         let mut latencies: Vec<(Op, Latencies, u64)> = workload
             .mix
             .iter()
@@ -285,24 +308,23 @@ impl Client<'_> {
                 Op::Read => {
                     let key = record_key(next_record(&mut self.rng) as u64);
                     let t = Instant::now();
-                    (t, u64::from(self.store.read(&key)? == FIELDS))
+                    (t, u64::from(self.store.read(&key)? == fields))
                 }
                 Op::Update => {
                     let key = record_key(next_record(&mut self.rng) as u64);
-                    let field = self.fields.next(&mut self.rng) as usize;
-                    let value = self.values.next(FIELD_BYTES).to_vec();
+                    let (field, value) = self.field_update();
                     let t = Instant::now();
-                    self.store.update(&key, field, &value)?;
+                    self.store.update(&key, &field, &value)?;
                     (t, 0)
                 }
                 Op::Scan => {
                     let key = record_key(next_record(&mut self.rng) as u64);
                     let len = scan_length.next(&mut self.rng) as usize;
                     let t = Instant::now();
-                    let (records, fields) = self.store.scan(&key, len)?;
-                    if fields != records * FIELDS {
+                    let (records, read) = self.store.scan(&key, len)?;
+                    if read != records * fields {
                         return Err(Error::Peer(format!(
-                            "a scan of workload {} read {fields} fields from {records} records",
+                            "a scan of workload {} read {read} fields from {records} records",
                             workload.name
                         )));
                     }
@@ -310,11 +332,10 @@ impl Client<'_> {
                 }
                 Op::ReadModifyWrite => {
                     let key = record_key(next_record(&mut self.rng) as u64);
-                    let field = self.fields.next(&mut self.rng) as usize;
-                    let value = self.values.next(FIELD_BYTES).to_vec();
+                    let (field, value) = self.field_update();
                     let t = Instant::now();
-                    let found = self.store.read(&key)? == FIELDS;
-                    self.store.update(&key, field, &value)?;
+                    let found = self.store.read(&key)? == fields;
+                    self.store.update(&key, &field, &value)?;
                     (t, u64::from(found))
                 }
             };
@@ -345,7 +366,7 @@ impl Client<'_> {
         for (op, r) in &by_op {
             if matches!(op, Op::Read | Op::ReadModifyWrite) && r.found != r.count {
                 return Err(Error::Peer(format!(
-                    "workload {}: {} of {} {}s did not find their record with all {FIELDS} fields",
+                    "workload {}: {} of {} {}s did not find their record with all {fields} fields",
                     workload.name,
                     r.count - r.found,
                     r.count,
@@ -375,23 +396,28 @@ fn choose(mix: &[(Op, f64)], mut u: f64) -> Op {
     mix.last().map_or(Op::Read, |(op, _)| *op)
 }
 
-/// Loads `records` records into `store`, lets its background work settle
-/// (untimed), then runs every workload for `operations` operations; `seed`
-/// fixes every key, operation and value, so every engine gets the same run.
+/// Loads `records` records of `shape`'s fields into `store`, lets its
+/// background work settle (untimed), then runs every workload for
+/// `operations` operations; `seed` fixes every key, operation and value, so
+/// every engine gets the same run.
 pub fn run_all(
     store: &mut dyn RecordStore,
     records: u64,
     operations: u64,
     seed: u64,
+    shape: Shape,
     progress: &dyn Progress,
 ) -> Result<Vec<PhaseReport>> {
     let mut value_rng = Rng::new(seed ^ 0xF1E1D);
+    let fields = shape.fields.max(1);
     let mut client = Client {
         store,
         records: 0,
         rng: Rng::new(seed),
         values: Values::new(&mut value_rng),
-        fields: Uniform::new(0, FIELDS as u64 - 1),
+        names: (0..fields).map(field_name).collect(),
+        field_bytes: shape.field_bytes,
+        fields: Uniform::new(0, fields as u64 - 1),
         progress,
     };
     let mut phases = vec![client.load(records)?];
@@ -405,6 +431,61 @@ pub fn run_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    /// Records as maps of field name to value length: what the client wrote.
+    #[derive(Default)]
+    struct Recorder(BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, usize>>);
+
+    impl RecordStore for Recorder {
+        fn insert(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
+            let record = self.0.entry(key.to_vec()).or_default();
+            for (name, value) in fields {
+                record.insert(name.to_vec(), value.len());
+            }
+            Ok(())
+        }
+        fn read(&mut self, key: &[u8]) -> Result<usize> {
+            Ok(self.0.get(key).map_or(0, BTreeMap::len))
+        }
+        fn update(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()> {
+            self.0
+                .entry(key.to_vec())
+                .or_default()
+                .insert(field.to_vec(), value.len());
+            Ok(())
+        }
+        fn scan(&mut self, start: &[u8], records: usize) -> Result<(usize, usize)> {
+            let read: Vec<usize> = self
+                .0
+                .range(start.to_vec()..)
+                .take(records)
+                .map(|(_, r)| r.len())
+                .collect();
+            Ok((read.len(), read.iter().sum()))
+        }
+        fn settle(&mut self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn records_have_the_field_count_and_length_asked_for() -> Result<()> {
+        let mut store = Recorder::default();
+        let shape = Shape {
+            fields: 25,
+            field_bytes: 7,
+            ..Shape::default()
+        };
+        run_all(&mut store, 300, 200, 1, shape, &crate::progress::Silent)?;
+        let names: Vec<Vec<u8>> = (0..25).map(field_name).collect();
+        assert!(store.0.len() > 300);
+        for record in store.0.values() {
+            assert_eq!(record.len(), 25);
+            assert!(names.iter().all(|n| record.get(n) == Some(&7)), "{record:?}");
+        }
+        Ok(())
+    }
 
     #[test]
     fn record_keys_are_ycsb_hashed_keys() {
