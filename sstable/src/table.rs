@@ -926,6 +926,20 @@ mod tests {
         Ok((path.clone(), Arc::new(Table::open(&path)?)))
     }
 
+    /// A table of 1200 values of 1 KiB (value `i` is 1024 bytes of `i as
+    /// u8`): about 1.2 MB, five windows of [`READ_AHEAD`] bytes for an
+    /// unmapped iterator.
+    fn windowed_table(dir: &tempfile::TempDir) -> Result<Arc<Table>> {
+        let path = dir.path().join("000001.sst");
+        let mut builder = TableBuilder::create(&path, TableOptions::default())?;
+        for i in 0..1200 {
+            builder.add(&key(i), &[i as u8; 1024], &key(i), false)?;
+        }
+        let props = builder.finish()?;
+        assert!(props.data_bytes > 4 * READ_AHEAD);
+        Ok(Arc::new(Table::open(&path)?))
+    }
+
     fn flip_byte(path: &Path, offset: u64) -> std::io::Result<()> {
         let mut bytes = std::fs::read(path)?;
         if let Some(byte) = bytes.get_mut(offset as usize) {
@@ -1071,15 +1085,7 @@ mod tests {
     #[test]
     fn an_unmapped_iterator_reads_a_file_larger_than_its_window_in_windows() -> TestResult {
         let dir = tempfile::tempdir()?;
-        let path = dir.path().join("000001.sst");
-        let mut builder = TableBuilder::create(&path, TableOptions::default())?;
-        // ~1.2 MB of 1 KiB values: five windows of READ_AHEAD bytes.
-        for i in 0..1200 {
-            builder.add(&key(i), &[i as u8; 1024], &key(i), false)?;
-        }
-        let props = builder.finish()?;
-        assert!(props.data_bytes > 4 * READ_AHEAD);
-        let table = Arc::new(Table::open(&path)?);
+        let table = windowed_table(&dir)?;
         let (mut mapped, mut unmapped) = (table.iter(), table.iter_unmapped()?);
         mapped.seek_to_first()?;
         unmapped.seek_to_first()?;
@@ -1103,15 +1109,9 @@ mod tests {
     #[test]
     fn values_kept_from_an_unmapped_iterator_outlive_the_windows_it_reuses() -> TestResult {
         let dir = tempfile::tempdir()?;
-        let path = dir.path().join("000001.sst");
-        let mut builder = TableBuilder::create(&path, TableOptions::default())?;
         // Five windows: the third and later would reuse the first ones'
         // buffers, were no value of theirs still held.
-        for i in 0..1200 {
-            builder.add(&key(i), &[i as u8; 1024], &key(i), false)?;
-        }
-        builder.finish()?;
-        let table = Arc::new(Table::open(&path)?);
+        let table = windowed_table(&dir)?;
         let mut unmapped = table.iter_unmapped()?;
         unmapped.seek_to_first()?;
         let mut kept = Vec::new();
@@ -1133,13 +1133,7 @@ mod tests {
     #[test]
     fn an_unmapped_iterator_reads_into_the_buffer_two_windows_back_only_when_nothing_holds_it() -> TestResult {
         let dir = tempfile::tempdir()?;
-        let path = dir.path().join("000001.sst");
-        let mut builder = TableBuilder::create(&path, TableOptions::default())?;
-        for i in 0..1200 {
-            builder.add(&key(i), &[i as u8; 1024], &key(i), false)?;
-        }
-        builder.finish()?;
-        let table = Arc::new(Table::open(&path)?);
+        let table = windowed_table(&dir)?;
         let mut unmapped = table.iter_unmapped()?;
         unmapped.seek_to_first()?;
         // The first value is kept: the first window's buffer is held.

@@ -235,11 +235,11 @@ impl Client<'_> {
         Ok(())
     }
 
-    /// A field chosen uniformly and a new value for it, as an update writes.
-    fn field_update(&mut self) -> (Vec<u8>, Vec<u8>) {
+    /// A field chosen uniformly (its index in `names`) and a new value for
+    /// it, as an update writes.
+    fn field_update(&mut self) -> (usize, Vec<u8>) {
         let field = self.fields.next(&mut self.rng) as usize;
-        let name = self.names.get(field).cloned().unwrap_or_default();
-        (name, self.values.next(self.field_bytes).to_vec())
+        (field, self.values.next(self.field_bytes).to_vec())
     }
 
     /// Loads `records` records.
@@ -313,8 +313,9 @@ impl Client<'_> {
                 Op::Update => {
                     let key = record_key(next_record(&mut self.rng) as u64);
                     let (field, value) = self.field_update();
+                    let name = self.names.get(field).map(Vec::as_slice).unwrap_or_default();
                     let t = Instant::now();
-                    self.store.update(&key, &field, &value)?;
+                    self.store.update(&key, name, &value)?;
                     (t, 0)
                 }
                 Op::Scan => {
@@ -333,9 +334,10 @@ impl Client<'_> {
                 Op::ReadModifyWrite => {
                     let key = record_key(next_record(&mut self.rng) as u64);
                     let (field, value) = self.field_update();
+                    let name = self.names.get(field).map(Vec::as_slice).unwrap_or_default();
                     let t = Instant::now();
                     let found = self.store.read(&key)? == fields;
-                    self.store.update(&key, &field, &value)?;
+                    self.store.update(&key, name, &value)?;
                     (t, u64::from(found))
                 }
             };
