@@ -1126,9 +1126,9 @@ fn dump_log_shows_each_batch_of_the_segment() -> Result {
     assert_eq!(
         lines,
         [
-            "record at 0 (52 bytes): 1 write(s) from sequence 3",
+            "record at 0 (31 bytes): 1 write(s) from sequence 3",
             "  books: row=book:3 column=title timestamp=1003 seq=3 put value=Emma",
-            "record at 60 (43 bytes): 1 write(s) from sequence 4",
+            "record at 39 (22 bytes): 1 write(s) from sequence 4",
             "  books: row=book:2 column=* timestamp=1004 seq=4 delete-row",
         ]
     );
@@ -1138,7 +1138,7 @@ fn dump_log_shows_each_batch_of_the_segment() -> Result {
     std::fs::write(&log, bytes)?;
     let (code, out, err) = dump_file("dump-log", &log)?;
     assert_eq!(code, Some(1));
-    assert!(out.contains("DAMAGED at 0 (60 bytes): checksum mismatch"), "{out}");
+    assert!(out.contains("DAMAGED at 0 (39 bytes): checksum mismatch"), "{out}");
     assert!(
         out.contains("  books: row=book:2 column=* timestamp=1004 seq=4 delete-row"),
         "{out}"

@@ -64,7 +64,9 @@ pub enum Error {
     /// batch too large for one log record (256 MiB encoded).
     #[error("{what} is {len} bytes, over the limit of {limit}")]
     TooLarge {
-        /// `"row"`, `"column"`, `"value"` or `"write batch"`.
+        /// `"row"`, `"column"`, `"value"`, `"write batch"`, or `"sequence
+        /// number"` (a store that numbered 2^56 writes: `len` is the last
+        /// number the write would take).
         what: &'static str,
         /// Its length.
         len: usize,

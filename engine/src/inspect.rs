@@ -4,7 +4,8 @@
 //! snapshot sees, which reads never return (`cellar export` writes them).
 //!
 //! Both files are sequences of CRC-framed records (`FORMAT-log-manifest.md`).
-//! A log record is one write batch: its first sequence number and its
+//! A log record is one write batch (in the first format or the compact one,
+//! read alike): its first sequence number and its
 //! operations, each with its family's id. A manifest record is one edit
 //! group: the changes to the file set that took effect together. Replaying
 //! the groups in order builds the store's state (its families, their table
@@ -111,7 +112,7 @@ pub fn dump_log(path: &Path) -> Result<LogDump> {
         .map(|(offset, payload)| LogRecord {
             offset: *offset,
             payload_bytes: payload.len() as u64,
-            batch: batch::decode(payload).map(|(first, ops)| {
+            batch: batch::decode(payload).ok().map(|(first, ops)| {
                 let writes = ops
                     .into_iter()
                     .map(|op| LoggedWrite {

@@ -308,14 +308,17 @@ impl Repair {
             let contents = log::read_log(&path, ReadMode::Resync)?;
             self.report.log_segments += 1;
             for (offset, payload) in &contents.records {
-                let Some((first, ops)) = batch::decode(payload) else {
-                    self.report.skipped_log.push(SkippedLog {
-                        file: path.clone(),
-                        offset: *offset,
-                        bytes: 8 + payload.len() as u64,
-                        why: "log record is not a write batch".to_string(),
-                    });
-                    continue;
+                let (first, ops) = match batch::decode(payload) {
+                    Ok(batch) => batch,
+                    Err(why) => {
+                        self.report.skipped_log.push(SkippedLog {
+                            file: path.clone(),
+                            offset: *offset,
+                            bytes: 8 + payload.len() as u64,
+                            why: format!("log record is not a write batch: {why}"),
+                        });
+                        continue;
+                    }
                 };
                 self.report.log_records += 1;
                 for (i, op) in ops.into_iter().enumerate() {

@@ -104,10 +104,25 @@ impl Inner {
             }
         }
         let first = w.last_seq + 1;
+        // The log's record format keeps the top byte of a sequence number
+        // for itself (see `batch`), as keys do: a write that would number
+        // past it is refused, before anything is written.
+        let last = first.saturating_add(ops.len() as u64 - 1);
+        if last > key::MAX_SEQUENCE {
+            return Err(Error::TooLarge {
+                what: "sequence number",
+                len: usize::try_from(last).unwrap_or(usize::MAX),
+                limit: usize::try_from(key::MAX_SEQUENCE).unwrap_or(usize::MAX),
+            });
+        }
         w.buf.clear();
-        batch::encode_header(first, ops.len(), &mut w.buf);
+        // The batch's timestamp is its first op's: `now` for a write at the
+        // store's time (every such op shares it), or the caller's, when a
+        // batch's ops all carry the same one (a load at one fixed time).
+        let batch_ts = w.resolved.first().map_or(now, |&(_, ts)| ts);
+        let mut encoder = batch::Encoder::begin(first, ops.len(), batch_ts, &mut w.buf);
         for (op, &(id, ts)) in ops.iter().zip(&w.resolved) {
-            batch::encode_op(id, op.kind, ts, op.row, op.column, op.value, &mut w.buf);
+            encoder.op(id, op.kind, ts, op.row, op.column, op.value);
         }
         // A batch is one log record. A batch of operations each within its
         // limit may still be too large for one: that is the caller's input,
