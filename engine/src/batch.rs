@@ -697,7 +697,8 @@ mod tests {
 
     #[test]
     fn malformed_compact_payloads_are_refused_with_a_reason() {
-        let cases: [(&str, Box<dyn FnOnce(&mut Vec<u8>)>, Malformed); 9] = [
+        type Edit = Box<dyn FnOnce(&mut Vec<u8>)>;
+        let cases: [(&str, Edit, Malformed); 9] = [
             (
                 "varint cut short",
                 Box::new(|b| b.truncate(10)),

@@ -322,9 +322,13 @@ mod tests {
         store.write(&wide)
     }
 
+    /// Every row of family `a`, of family `b`, and every version of the
+    /// versioned columns.
+    type Contents = (Vec<Row>, Vec<Row>, Vec<Vec<crate::Cell>>);
+
     /// Everything the store holds: every row of both families, and every
     /// version of the versioned columns.
-    fn contents(store: &Store) -> crate::Result<(Vec<Row>, Vec<Row>, Vec<Vec<crate::Cell>>)> {
+    fn contents(store: &Store) -> crate::Result<Contents> {
         let a = store
             .scan("a", &RowRange::all())?
             .collect::<crate::Result<Vec<Row>>>()?;
@@ -493,7 +497,8 @@ mod tests {
     #[test]
     fn a_checksum_valid_compact_record_that_does_not_decode_is_corruption_not_a_torn_tail() -> TestResult {
         // The payload: 8 head | count | timestamp 300 (2 bytes) | flags | family | 1 r | 1 c | 1 v
-        let cases: [(&str, fn(&mut Vec<u8>), &str); 5] = [
+        type Case = (&'static str, fn(&mut Vec<u8>), &'static str);
+        let cases: [Case; 5] = [
             (
                 "a varint cut short",
                 |p| p.truncate(10),
