@@ -121,7 +121,9 @@ impl Memtable {
         self.rows.prefetch(row_hash);
     }
 
-    /// Memory held, in bytes: the arena's chunks and the row filter.
+    /// Memory held, in bytes: the arena's chunks and the row filter. (Not
+    /// the skip list's seek hints: 64 KiB from the first insert on, the same
+    /// for every memtable, never more.)
     pub fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
@@ -309,9 +311,12 @@ pub(crate) struct MemtableCursor {
 }
 
 impl MemtableCursor {
-    /// A cursor on the first entry of `memtable` whose key is at or after `target`.
+    /// A cursor on the first entry of `memtable` whose key is at or after
+    /// `target`. Reads come back to the same rows, so the search starts
+    /// where the last one for `target` ended, if it can (see
+    /// `skiplist::SeekHint`).
     pub fn seek(memtable: Arc<Memtable>, target: &[u8]) -> MemtableCursor {
-        let at = memtable.list.seek(&Probe::new(target)).map(|n| n.addr());
+        let at = memtable.list.seek_hinted(&Probe::new(target)).map(|n| n.addr());
         MemtableCursor { memtable, at }
     }
 
