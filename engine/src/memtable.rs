@@ -121,9 +121,7 @@ impl Memtable {
         self.rows.prefetch(row_hash);
     }
 
-    /// Memory held, in bytes: the arena's chunks and the row filter. (Not
-    /// the skip list's seek hints: 64 KiB from the first insert on, the same
-    /// for every memtable, never more.)
+    /// Memory held, in bytes: the arena's chunks and the row filter.
     pub fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
@@ -311,12 +309,9 @@ pub(crate) struct MemtableCursor {
 }
 
 impl MemtableCursor {
-    /// A cursor on the first entry of `memtable` whose key is at or after
-    /// `target`. Reads come back to the same rows, so the search starts
-    /// where the last one for `target` ended, if it can (see
-    /// `skiplist::SeekHint`).
+    /// A cursor on the first entry of `memtable` whose key is at or after `target`.
     pub fn seek(memtable: Arc<Memtable>, target: &[u8]) -> MemtableCursor {
-        let at = memtable.list.seek_hinted(&Probe::new(target)).map(|n| n.addr());
+        let at = memtable.list.seek(&Probe::new(target)).map(|n| n.addr());
         MemtableCursor { memtable, at }
     }
 

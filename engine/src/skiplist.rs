@@ -39,11 +39,6 @@
 //! it goes if that comparison says "not smaller", so the two misses overlap
 //! (RocksDB's `InlineSkipList` prefetches on its search too).
 //!
-//! A read's search has no splice, but reads come back to the same keys (a
-//! hot row, a row just inserted): the list keeps a small table of *seek
-//! hints*, for each recently sought key the node its search ended after, and
-//! the next search for that key starts there (see [`SeekHint`]).
-//!
 //! A node is laid out in one piece of the arena: a 48-byte header (the first
 //! 32 bytes of the key as four big-endian words, the key and value lengths,
 //! the height), its tower of `height` next pointers, the key, the value.
@@ -53,8 +48,7 @@
 use std::cmp::Ordering;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -133,15 +127,6 @@ impl<'k> Probe<'k> {
             head: head_of(key),
             key,
         }
-    }
-
-    /// A tag of the key for its [`SeekHint`], never 0 (an empty slot's): a
-    /// mix of its head, so keys that agree on their first 32 bytes share a
-    /// tag (a hint may then be another key's: see [`SeekHint`]).
-    fn tag(&self) -> u64 {
-        let [a, b, c, d] = self.head;
-        let mixed = a ^ b.rotate_left(16) ^ c.rotate_left(32) ^ d.rotate_left(48);
-        mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1
     }
 }
 
@@ -305,46 +290,6 @@ pub(crate) struct SkipList {
     /// level, which costs it nothing.
     height: AtomicUsize,
     writer: Mutex<Writer>,
-    /// Where searches for recently sought keys ended (see [`SeekHint`]),
-    /// made by the first insert: an empty list (a family never written)
-    /// holds none.
-    hints: OnceLock<Box<[SeekHint]>>,
-}
-
-/// Slots of a list's seek hints (a power of two; 16 bytes each, 64 KiB a
-/// list, outside its arena): enough for the rows a workload reads over and
-/// over.
-const SEEK_HINTS: usize = 4096;
-
-/// A finger into the list for one key that was sought: the node just before
-/// where its search ended, and a tag of the key.
-///
-/// A read of a row searches the memtable for the row's first key, from the
-/// head down through a dozen levels of nodes scattered over tens of
-/// megabytes: a cache miss or two per level. Reads come back to the same
-/// rows (a hot record, the rows just inserted), and nothing is ever removed
-/// from the list, so the node that stood before a row's first key the last
-/// time still stands before it: a search that starts there is a step or two
-/// along level 0 instead of a dozen levels of misses.
-///
-/// A hint is only a place to start: any node before the key is a correct
-/// starting point for a search forward, however far back. So the slots are
-/// plain atomics written by readers without a lock; a hint whose tag is
-/// another key's (two keys in one slot), or half written by another reader,
-/// costs a longer walk at worst, never a wrong answer, as long as its node
-/// is checked to come before the key.
-struct SeekHint {
-    tag: AtomicU64,
-    node: AtomicPtr<Header>,
-}
-
-impl Default for SeekHint {
-    fn default() -> Self {
-        SeekHint {
-            tag: AtomicU64::new(0),
-            node: AtomicPtr::new(std::ptr::null_mut()),
-        }
-    }
 }
 
 // SAFETY: readers share nodes that are immutable once published except for
@@ -385,7 +330,6 @@ impl SkipList {
                 splice: [head; MAX_HEIGHT],
                 dice: 0x9E37_79B9_7F4A_7C15,
             }),
-            hints: OnceLock::new(),
         }
     }
 
@@ -426,68 +370,6 @@ impl SkipList {
 
     /// The first entry whose key is at or after `probe`'s.
     pub fn seek(&self, probe: &Probe<'_>) -> Option<Node<'_>> {
-        self.search(probe).0
-    }
-
-    /// [`SkipList::seek`] for a key that may have been sought before: the
-    /// search starts from where the last one for this key ended, if its
-    /// [`SeekHint`] is still there, and leaves a hint for the next.
-    pub fn seek_hinted(&self, probe: &Probe<'_>) -> Option<Node<'_>> {
-        let tag = probe.tag();
-        // The top bits of the tag pick the slot (`SEEK_HINTS` is a power of two).
-        let slot = (tag >> (64 - SEEK_HINTS.trailing_zeros())) as usize;
-        let Some(hint) = self.hints.get().and_then(|hints| hints.get(slot)) else {
-            return self.seek(probe);
-        };
-        let from = match hint.tag.load(AtomicOrdering::Acquire) == tag {
-            // Acquire: the reader that stored the node had seen it whole,
-            // so this reader does too.
-            true => NonNull::new(hint.node.load(AtomicOrdering::Acquire)).map(|ptr| Node {
-                ptr,
-                _list: PhantomData,
-            }),
-            false => None,
-        };
-        let (found, before) = match from.filter(|n| n.cmp(probe) == Ordering::Less) {
-            Some(from) => self.search_from(from, probe),
-            None => self.search(probe),
-        };
-        if !before.same(self.head()) && hint.node.load(AtomicOrdering::Relaxed) != before.ptr.as_ptr() {
-            hint.node.store(before.ptr.as_ptr(), AtomicOrdering::Release);
-            hint.tag.store(tag, AtomicOrdering::Release);
-        }
-        found
-    }
-
-    /// A search forward from `from`, a node before `probe`: on level 0
-    /// first, one level up after each step right (as far as the node
-    /// stepped onto reaches), one level down when the next node is not
-    /// before the probe. The first entry at or after the probe, and the
-    /// node before it. From a node just before the key (a hint's) this is a
-    /// step or two; from far back, `O(log d)` steps for a key `d` entries
-    /// ahead, each step a node of its own to load. (Tried for a cursor's
-    /// reseek past a cell's versions as well: slower than a search from the
-    /// head, whose top levels every search keeps in cache.)
-    fn search_from<'a>(&'a self, from: Node<'a>, probe: &Probe<'_>) -> (Option<Node<'a>>, Node<'a>) {
-        let mut x = from;
-        let mut level = 0;
-        loop {
-            match x.next(level) {
-                Some(n) if n.cmp(probe) == Ordering::Less => {
-                    x = n;
-                    level = (level + 1).min((n.header().height as usize).saturating_sub(1));
-                }
-                next => match level.checked_sub(1) {
-                    Some(below) => level = below,
-                    None => return (next, x),
-                },
-            }
-        }
-    }
-
-    /// The search from the head: the first entry at or after `probe`, and
-    /// the node before it (the head if none is).
-    fn search(&self, probe: &Probe<'_>) -> (Option<Node<'_>>, Node<'_>) {
         let mut x = self.head();
         // The node last found not smaller than the probe: when a lower
         // level's next is that same node, it needs no second comparison.
@@ -499,7 +381,7 @@ impl SkipList {
                 Some(n) if !not_smaller.is_some_and(|b| b.same(n)) && n.cmp(probe) == Ordering::Less => x = n,
                 _ => {
                     if level == 0 {
-                        return (next, x);
+                        return next;
                     }
                     not_smaller = next;
                     level -= 1;
@@ -550,8 +432,6 @@ impl ListWriter<'_> {
     /// taken from the allocator for it (a new arena chunk, or 0).
     pub fn insert(&mut self, key: &[u8], value: &[u8]) -> (bool, usize) {
         let list = self.list;
-        list.hints
-            .get_or_init(|| std::iter::repeat_with(SeekHint::default).take(SEEK_HINTS).collect());
         let head = list.head();
         let probe = Probe::new(key);
         // The lowest level whose splice still brackets the key: its node is
@@ -949,87 +829,6 @@ mod tests {
                 prop_assert_eq!(found, want);
             }
         }
-    }
-
-    proptest! {
-        #[test]
-        fn a_hinted_seek_finds_what_a_seek_from_the_head_finds_while_keys_go_in_around_its_hints(
-            batches in proptest::collection::vec(
-                proptest::collection::vec(proptest::collection::vec(0u8..3, 0..40), 0..30),
-                1..6,
-            ),
-            seeks in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..40), 1..12),
-        ) {
-            // Each batch goes in between two rounds of hinted seeks, so a
-            // hint left by one round may stand before keys inserted since.
-            let list = SkipList::new(LARGEST_CHUNK);
-            let mut model = std::collections::BTreeSet::new();
-            for batch in &batches {
-                {
-                    let mut w = list.writer();
-                    for k in batch {
-                        w.insert(k, b"");
-                        model.insert(k.clone());
-                    }
-                }
-                for s in &seeks {
-                    let found = list.seek_hinted(&Probe::new(s)).map(|n| n.key().to_vec());
-                    prop_assert_eq!(found, model.range(s.clone()..).next().cloned(), "seek {:?}", s);
-                }
-            }
-        }
-
-        #[test]
-        fn a_search_forward_from_any_node_before_the_key_finds_the_first_not_smaller(
-            inserts in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..40), 1..150),
-            seeks in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..40), 1..8),
-        ) {
-            let list = SkipList::new(LARGEST_CHUNK);
-            {
-                let mut w = list.writer();
-                for k in &inserts {
-                    w.insert(k, b"");
-                }
-            }
-            let all = keys(&list);
-            for s in &seeks {
-                let want = all.iter().find(|k| *k >= s).cloned();
-                let mut from = list.first();
-                while let Some(node) = from.filter(|n| n.key() < s.as_slice()) {
-                    let found = list.search_from(node, &Probe::new(s)).0.map(|n| n.key().to_vec());
-                    prop_assert_eq!(&found, &want, "seek {:?} from {:?}", s, node.key());
-                    from = node.next_entry();
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_hint_that_stands_at_or_after_its_key_is_not_followed() {
-        // Two keys whose heads agree share a tag, and so a hint: a hint left
-        // by the later key stands after the earlier one, and a search from
-        // it would miss the earlier key's entry.
-        let list = SkipList::new(LARGEST_CHUNK);
-        let (early, late) = ([7u8; 40], [[7u8; 32].as_slice(), &[9; 8]].concat());
-        {
-            let mut w = list.writer();
-            for k in [[1u8; 40].as_slice(), &early, &late, &[8u8; 40]] {
-                w.insert(k, b"");
-            }
-        }
-        let (early_probe, late_probe) = (Probe::new(&early), Probe::new(&late));
-        assert_eq!(early_probe.tag(), late_probe.tag());
-        // The late key's search leaves the early key's node as its hint.
-        assert_eq!(
-            list.seek_hinted(&late_probe).map(|n| n.key().to_vec()),
-            Some(late.clone())
-        );
-        assert_eq!(
-            list.seek_hinted(&early_probe).map(|n| n.key().to_vec()),
-            Some(early.to_vec())
-        );
-        // And the other way round.
-        assert_eq!(list.seek_hinted(&late_probe).map(|n| n.key().to_vec()), Some(late));
     }
 
     #[test]
