@@ -47,6 +47,7 @@
 use std::ops::Range;
 
 use bytes::Bytes;
+use cellar_sstable::coding::{get_varint64, put_varint64, MAX_VARINT64_LEN};
 
 use crate::error::{Error, Result};
 use crate::key::{Kind, MAX_SEQUENCE};
@@ -311,19 +312,9 @@ const OWN_TIMESTAMP: u8 = 0b0001_0000;
 /// later format can give the spare bits a meaning without being misread.
 const KNOWN_FLAGS: u8 = KIND_BITS | SAME_FAMILY | SAME_ROW | OWN_TIMESTAMP;
 
-/// Appends `value` as a LEB128 varint: 7 bits a byte, low bits first, the
-/// top bit set on every byte but the last (1 byte below 128, at most 10).
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push(value as u8 | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
 /// Appends a length-prefixed byte string: varint length, then the bytes.
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-    put_varint(out, bytes.len() as u64);
+    put_varint64(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
 }
 
@@ -350,8 +341,8 @@ impl<'o, 'r> Encoder<'o, 'r> {
     pub(crate) fn begin(first_sequence: u64, count: usize, timestamp: u64, out: &'o mut Vec<u8>) -> Encoder<'o, 'r> {
         let head = (u64::from(FORMAT_V2) << 56) | (first_sequence & MAX_SEQUENCE);
         out.extend_from_slice(&head.to_le_bytes());
-        put_varint(out, count as u64);
-        put_varint(out, timestamp);
+        put_varint64(out, count as u64);
+        put_varint64(out, timestamp);
         Encoder {
             out,
             timestamp,
@@ -378,11 +369,11 @@ impl<'o, 'r> Encoder<'o, 'r> {
         }
         out.push(flags);
         if !same_family {
-            put_varint(out, u64::from(family));
+            put_varint64(out, u64::from(family));
             self.family = Some(family);
         }
         if own_timestamp {
-            put_varint(out, timestamp);
+            put_varint64(out, timestamp);
         }
         if !same_row {
             put_bytes(out, row);
@@ -463,23 +454,21 @@ impl Reader<'_> {
         self.array().map(u64::from_le_bytes)
     }
 
-    /// A LEB128 varint of at most 10 bytes whose value fits in 64 bits.
+    /// A LEB128 varint of at most 10 bytes whose value fits in 64 bits
+    /// (the table format's coder, `cellar_sstable::coding`).
     fn varint(&mut self) -> std::result::Result<u64, Malformed> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = self
-                .u8()
-                .map_err(|_| "a varint is cut short by the end of the record")?;
-            let bits = u64::from(byte & 0x7f);
-            if shift == 63 && bits > 1 {
-                return Err("a varint does not fit in 64 bits");
+        let rest = self.payload.get(self.at..).unwrap_or_default();
+        match get_varint64(rest) {
+            Some((value, len)) => {
+                self.at += len;
+                Ok(value)
             }
-            value |= bits << shift;
-            if byte & 0x80 == 0 {
-                return Ok(value);
+            // Every byte left says "more follows": the record ends inside it.
+            None if rest.len() < MAX_VARINT64_LEN && rest.iter().all(|b| b & 0x80 != 0) => {
+                Err("a varint is cut short by the end of the record")
             }
+            None => Err("a varint does not fit in 64 bits"),
         }
-        Err("a varint does not fit in 64 bits")
     }
 
     /// A byte string with a varint length.
@@ -673,7 +662,7 @@ mod tests {
             ),
         ] {
             let mut out = Vec::new();
-            put_varint(&mut out, value);
+            put_varint64(&mut out, value);
             assert_eq!(out, bytes, "{value}");
             let payload = Bytes::from(out);
             let mut reader = Reader {

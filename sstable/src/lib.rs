@@ -63,7 +63,7 @@ mod bloom;
 mod builder;
 mod cache;
 mod checksum;
-mod coding;
+pub mod coding;
 mod compression;
 mod cost;
 mod error;

@@ -383,3 +383,35 @@ impl Inner {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The log's compact record keeps the top byte of a sequence number for
+    /// its format (see `batch`): a write that would number past
+    /// `key::MAX_SEQUENCE` is refused whole, and a write that fits still goes in.
+    #[test]
+    fn a_write_numbered_past_the_largest_sequence_number_is_refused(
+    ) -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = Store::open(dir.path(), StoreOptions::default().family("a"))?;
+        store.inner.writer.lock().last_seq = key::MAX_SEQUENCE - 1;
+        let mut two = crate::WriteBatch::new();
+        two.put("a", "r", "c1", "v").put("a", "r", "c2", "v");
+        match store.write(&two) {
+            Err(Error::TooLarge { what, len, limit }) => {
+                assert_eq!(what, "sequence number");
+                assert_eq!((len as u64, limit as u64), (key::MAX_SEQUENCE + 1, key::MAX_SEQUENCE));
+            }
+            other => return Err(format!("expected the write refused, got {other:?}").into()),
+        }
+        assert_eq!(store.get("a", "r", "c1")?, None, "nothing of the refused write went in");
+        store.put("a", "r", "c1", "v")?;
+        assert_eq!(
+            store.get("a", "r", "c1")?.map(|c| c.value.to_vec()),
+            Some(b"v".to_vec())
+        );
+        Ok(())
+    }
+}
