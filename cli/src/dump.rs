@@ -68,15 +68,11 @@ pub fn open_file(path: &std::path::Path, what: &str) -> Result<std::fs::Metadata
 /// Prints the dump; fails if any checksum does not match.
 pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
     open_file(&args.file, "a table file (<store>/<family>/<number>.sst)")?;
-    let from = match &args.from {
-        Some(row) => key::row_prefix(&unescape(row)?),
-        None => Vec::new(),
-    };
-    let to = args
-        .to
-        .as_deref()
-        .map(|row| unescape(row).map(|r| key::row_prefix(&r)))
-        .transpose()?;
+    let from_row = args.from.as_deref().map(unescape).transpose()?;
+    let to_row = args.to.as_deref().map(unescape).transpose()?;
+    crate::reads::check_bounds(from_row.as_deref(), to_row.as_deref())?;
+    let from = from_row.map(|r| key::row_prefix(&r)).unwrap_or_default();
+    let to = to_row.map(|r| key::row_prefix(&r));
     let ranged = args.from.is_some() || args.to.is_some() || args.limit.is_some();
     let mut left = args.limit.unwrap_or(usize::MAX);
     let table = Arc::new(Table::open(&args.file)?);

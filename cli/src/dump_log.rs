@@ -90,12 +90,14 @@ pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
 
 /// A range that does not decode, and what it probably is.
 pub fn damaged(d: &DamagedRange) -> String {
-    let what = if d.torn {
-        "torn tail: the end of an interrupted write, which opening drops"
+    if d.torn {
+        format!(
+            "torn tail at {} ({} bytes): {}: the end of an interrupted write, which opening drops",
+            d.offset, d.bytes, d.why
+        )
     } else {
-        "DAMAGED"
-    };
-    format!("{what} at {} ({} bytes): {}", d.offset, d.bytes, d.why)
+        format!("DAMAGED at {} ({} bytes): {}", d.offset, d.bytes, d.why)
+    }
 }
 
 /// Family names by id from the manifest of the store holding `file`.

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use crate::clock::{self, duration_text};
 use crate::format;
 use crate::opened::Opened;
-use crate::store_cmds::Context;
+use crate::store_cmds::{known_family_in, Context};
 use crate::Error;
 
 /// The options `create` can give the families it creates.
@@ -142,6 +142,7 @@ pub struct ConfirmArgs {
 
 /// `alter`: new options for a family, printed back.
 pub fn alter(store: &Store, a: &AlterArgs, out: &mut dyn Write) -> Result<(), Error> {
+    known_family_in(&store.families(), &a.family)?;
     let mut options = a.options.apply(store.family_options(&a.family)?);
     if a.no_ttl {
         options.ttl = None;
@@ -169,9 +170,7 @@ pub fn remove(store: &Store, a: &ConfirmArgs, removal: Removal, out: &mut dyn Wr
         Removal::Drop => ("drop-family", "the family and every cell in it"),
         Removal::Truncate => ("truncate", "every cell of the family (its options stay)"),
     };
-    if !store.families().contains(&a.family) {
-        return Err(format!("unknown column family {:?}", a.family).into());
-    }
+    known_family_in(&store.families(), &a.family)?;
     if !a.yes {
         return Err(format!("{command} {} deletes {what}, for good: add --yes to go ahead", a.family).into());
     }

@@ -5,9 +5,9 @@
 //! The load is in two passes. The first reads the whole file and checks every
 //! line (syntax, escapes, timestamps, empty rows, the store's size limits),
 //! writing nothing; a bad line stops the load with its file and line number
-//! and the store unchanged. The second writes, in batches of [`BATCH`] entries:
-//! one log record each instead of one per cell, which is how bulk loaders
-//! amortise the write-ahead log. A batch is atomic, the whole load is not: if
+//! and the store unchanged. The second writes, in batches of at most [`BATCH`]
+//! entries and [`BATCH_BYTES`] bytes: one log record each instead of one per
+//! cell, which is how bulk loaders amortise the write-ahead log. A batch is atomic, the whole load is not: if
 //! the store fails in the middle of the second pass (a full disk), the batches
 //! before stay written, and the error says how many entries and lines they were.
 
@@ -25,6 +25,13 @@ use crate::Error;
 /// enough that one batch never dominates a memtable.
 const BATCH: usize = 1000;
 
+/// Bytes of rows, columns and values per write batch, for the same reasons.
+/// Without it, a thousand valid cells of a few megabytes each would make a
+/// batch over the log's record limit (256 MiB) that the store refuses, after
+/// the checking pass said every line was fine. A cell larger than this (up to
+/// the 16 MiB value limit) goes in a batch of its own.
+const BATCH_BYTES: usize = 4 << 20;
+
 /// Arguments of `load`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -36,9 +43,7 @@ pub struct Args {
 
 /// Loads the file; reports how many entries were written.
 pub fn run(store: &Store, args: &Args, out: &mut dyn Write) -> Result<(), Error> {
-    if !store.families().contains(&args.family) {
-        return Err(format!("unknown column family {:?}", args.family).into());
-    }
+    crate::store_cmds::known_family_in(&store.families(), &args.family)?;
     let path = &args.file;
     let size = std::fs::metadata(path)
         .map_err(|e| format!("{}: {e}", path.display()))?
@@ -74,11 +79,18 @@ pub fn run(store: &Store, args: &Args, out: &mut dyn Write) -> Result<(), Error>
         Ok(())
     };
     let mut last_line = 0;
+    let mut batch_bytes = 0;
     each_entry(path, &bar, |line, e| {
+        let bytes = e.row.len() + e.column.len() + e.value.len();
+        if !batch.is_empty() && batch_bytes + bytes > BATCH_BYTES {
+            write(&mut batch, first_line, last_line)?;
+        }
         if batch.is_empty() {
             first_line = line;
+            batch_bytes = 0;
         }
         add(&mut batch, &args.family, e);
+        batch_bytes += bytes;
         last_line = line;
         if batch.len() >= BATCH {
             write(&mut batch, first_line, line)?;

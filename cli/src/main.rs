@@ -92,7 +92,8 @@ type Error = Box<dyn std::error::Error>;
 /// Parses the command line, runs the subcommand, turns an error into a
 /// message on stderr and a failing exit status.
 fn main() -> ExitCode {
-    let matches = switches::hide_unaccepted(Cli::command(), accepts).get_matches();
+    let command = switches::negative_numbers_as_values(Cli::command());
+    let matches = switches::hide_unaccepted(command, accepts).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -148,7 +149,7 @@ fn check_switches(cli: &Cli, name: &str, uses: impl Fn(Switch) -> bool) -> Resul
             return Err(format!("{flag} does not apply to `{name}`").into());
         }
     }
-    Ok(())
+    store_cmds::check_json_human(cli.json, cli.human)
 }
 
 /// How long something took, in the unit that reads best.

@@ -154,7 +154,29 @@ impl RowArgs {
         if let Some(to) = &self.to {
             range.to = Some(unescape(to)?.into());
         }
+        check_bounds(range.from.as_deref(), range.to.as_deref())?;
         Ok(range)
+    }
+}
+
+/// Refuses `--from A --to B` when no key can be in `[A, B)`.
+///
+/// The engine answers such a range with nothing, and so would a silent
+/// command, but the user almost always meant something else: an HBase user
+/// gives a reversed scan its larger row first (`REVERSED => true, STARTROW
+/// => 'row9'`), and `--from r --to r` reads as "row r" rather than as the
+/// empty range it is. Here `--from` is always the smaller key and `--to`
+/// the exclusive end, with `--reverse` too, as `--time-range` does with its
+/// FROM and TO.
+pub fn check_bounds(from: Option<&[u8]>, to: Option<&[u8]>) -> Result<(), Error> {
+    match (from, to) {
+        (Some(from), Some(to)) if from >= to => Err(format!(
+            "--from {} --to {} is empty: --from (inclusive) must sort before --to (exclusive), with --reverse too",
+            escape(from),
+            escape(to)
+        )
+        .into()),
+        _ => Ok(()),
     }
 }
 
@@ -239,6 +261,7 @@ fn column_range(a: &SliceArgs) -> Result<ColumnRange, Error> {
     let mut range = ColumnRange::all();
     range.from = a.from.as_deref().map(unescape).transpose()?.map(Into::into);
     range.to = a.to.as_deref().map(unescape).transpose()?.map(Into::into);
+    check_bounds(range.from.as_deref(), range.to.as_deref())?;
     if let Some(n) = a.limit {
         range = range.limit(n);
     }

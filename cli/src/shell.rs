@@ -56,7 +56,8 @@ struct Line {
 /// The definition of a line, each switch listed only by the commands that
 /// accept it ([`crate::switches`]).
 fn line_command() -> clap::Command {
-    crate::switches::hide_unaccepted(Line::command(), store_cmds::accepts)
+    let command = crate::switches::negative_numbers_as_values(Line::command());
+    crate::switches::hide_unaccepted(command, store_cmds::accepts)
 }
 
 /// Runs the shell until end of input, `exit` or `quit`.
@@ -71,11 +72,7 @@ pub fn run(ctx: &Context, time: bool) -> Result<(), Error> {
     if std::io::stdin().is_terminal() {
         session.interactive()?;
     } else {
-        for line in std::io::stdin().lock().lines() {
-            if session.execute(&line?)? == Next::Stop {
-                break;
-            }
-        }
+        session.script(&mut std::io::stdin().lock())?;
     }
     match session.failures {
         0 => Ok(()),
@@ -135,6 +132,35 @@ impl Session {
         }
         if let Some(path) = &history {
             let _ = editor.save_history(path);
+        }
+        Ok(())
+    }
+
+    /// Runs the lines of a script (stdin that is not a terminal) until its
+    /// end, `exit` or `quit`. A line that is not UTF-8 is reported and
+    /// counted like any failing command, and the script goes on: a bad byte
+    /// is a mistake in that line (write it `\xNN`), not the end of the input.
+    fn script(&mut self, input: &mut dyn BufRead) -> Result<(), Error> {
+        let mut bytes = Vec::new();
+        for number in 1.. {
+            bytes.clear();
+            if input.read_until(b'\n', &mut bytes)? == 0 {
+                break;
+            }
+            let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let next = match std::str::from_utf8(line) {
+                Ok(line) => self.execute(line)?,
+                Err(_) => {
+                    self.fail(&format!(
+                        "line {number} is not UTF-8 text: write such bytes as \\xNN escapes"
+                    ));
+                    Next::Go
+                }
+            };
+            if next == Next::Stop {
+                break;
+            }
         }
         Ok(())
     }
@@ -224,6 +250,7 @@ impl Session {
             families,
             ..self.ctx.clone()
         };
+        store_cmds::check_json_human(ctx.json, ctx.human)?;
         let started = Instant::now();
         if !parsed.families.is_empty() {
             let what = if parsed.command.writes() {

@@ -259,6 +259,16 @@ pub fn accepts(name: &str, switch: Switch) -> bool {
     }
 }
 
+/// Refuses `--json` with `--human`: JSON timestamps stay milliseconds, for a
+/// script to read, so `--human` would be ignored, and an ignored switch is an
+/// error (see [`StoreCommand::uses`]).
+pub fn check_json_human(json: bool, human: bool) -> Result<(), Error> {
+    if json && human {
+        return Err("--human does not apply with --json: JSON timestamps are milliseconds, for scripts".into());
+    }
+    Ok(())
+}
+
 /// Refuses a folder that would be a surprise to turn into a store: a file, or
 /// a folder that holds other things than a store. Checked before the engine
 /// touches it, so such a folder is left exactly as it was.
@@ -432,7 +442,8 @@ pub fn known_family<'a>(store: &Opened, family: &'a str) -> Result<&'a str, Erro
     known_family_in(&store.families(), family)
 }
 
-fn known_family_in<'a>(families: &[String], family: &'a str) -> Result<&'a str, Error> {
+/// [`known_family`] among `families`.
+pub fn known_family_in<'a>(families: &[String], family: &'a str) -> Result<&'a str, Error> {
     if families.iter().any(|f| f == family) {
         Ok(family)
     } else if families.is_empty() {

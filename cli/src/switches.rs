@@ -38,3 +38,21 @@ pub fn hide_unaccepted(mut command: clap::Command, accepts: impl Fn(&str, Switch
     }
     command
 }
+
+/// `command` with every argument that takes a value also taking a negative
+/// number, in each subcommand: `put t r c -5` writes the value `-5`, as the
+/// HBase shell's `put 't', 'r', 'c', '-5'` does, and `--limit -1` is refused
+/// as a bad limit. clap otherwise reads `-5` as an unknown switch and
+/// suggests `-- -5`, which a user of those tools does not expect. No switch
+/// of `cellar` starts with a digit, so nothing else changes.
+pub fn negative_numbers_as_values(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| {
+            if arg.get_action().takes_values() {
+                arg.allow_negative_numbers(true)
+            } else {
+                arg
+            }
+        })
+        .mut_subcommands(negative_numbers_as_values)
+}

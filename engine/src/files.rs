@@ -119,6 +119,11 @@ pub(crate) fn table_files(family_dir: &Path) -> Result<Vec<(TableName, PathBuf)>
     Ok(out)
 }
 
+/// The number of the log segment named `name` (`<n>.log`), if it is one.
+pub(crate) fn log_number(name: &str) -> Option<u64> {
+    numbered(name, LOG)
+}
+
 /// The numbers of the log segments in the store folder, oldest first.
 pub(crate) fn log_numbers(dir: &Path) -> Result<Vec<u64>> {
     let mut out: Vec<u64> = entries(dir)?

@@ -101,8 +101,13 @@ pub struct LogDump {
 }
 
 /// Reads a log segment (`<n>.log`) record by record.
+///
+/// Damage at the end of the newest segment that an interrupted write can
+/// leave is marked [`DamagedRange::torn`], as opening the store judges it
+/// (and drops it quietly); any other damage is not.
 pub fn dump_log(path: &Path) -> Result<LogDump> {
-    let contents = log::read_log(path, ReadMode::Resync)?;
+    let may_end_torn = is_newest_segment(path);
+    let contents = log::read_log(path, ReadMode::Resync { may_end_torn })?;
     let file_bytes = std::fs::metadata(path)
         .map_err(|e| crate::error::Error::io(path, e))?
         .len();
@@ -134,6 +139,31 @@ pub fn dump_log(path: &Path) -> Result<LogDump> {
         records,
         damage: contents.damage.iter().map(DamagedRange::from).collect(),
     })
+}
+
+/// Whether the log segment at `path` may end in an interrupted write, as
+/// opening decides: no later segment in its folder holds a byte. A file not
+/// named like a segment (`<n>.log`), or in a folder that cannot be listed, is
+/// all there is of its log, so it may.
+fn is_newest_segment(path: &Path) -> bool {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Some(number) = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .and_then(crate::files::log_number)
+    else {
+        return true;
+    };
+    let Ok(numbers) = crate::files::log_numbers(dir) else {
+        return true;
+    };
+    !numbers
+        .into_iter()
+        .filter(|&n| n > number)
+        .any(|n| std::fs::metadata(crate::files::log_path(dir, n)).is_ok_and(|m| m.len() > 0))
 }
 
 /// What the manifest says of one table file.
@@ -311,8 +341,11 @@ pub fn live_manifest(dir: &Path) -> Result<PathBuf> {
 }
 
 /// Reads a manifest (`MANIFEST-<n>`) record by record and replays it.
+///
+/// A manifest may always end in a torn record (a crash during an append,
+/// which opening drops); such damage is marked [`DamagedRange::torn`].
 pub fn dump_manifest(path: &Path) -> Result<ManifestDump> {
-    let contents = log::read_log(path, ReadMode::Resync)?;
+    let contents = log::read_log(path, ReadMode::Resync { may_end_torn: true })?;
     let file_bytes = std::fs::metadata(path)
         .map_err(|e| crate::error::Error::io(path, e))?
         .len();

@@ -240,8 +240,23 @@ pub(crate) enum ReadMode {
     /// it: for a user who prefers a store that lost writes to no store.
     Salvage,
     /// Skip each damaged range and go on at the next checksum-valid frame:
-    /// everything that can be read, for a repair.
-    Resync,
+    /// everything that can be read, for a repair or a dump. Nothing is an
+    /// error; `may_end_torn` only says which damage is marked a torn tail
+    /// (as [`ReadMode::Strict`] would have dropped it quietly).
+    Resync {
+        /// Whether the file may end in an interrupted write.
+        may_end_torn: bool,
+    },
+}
+
+impl ReadMode {
+    /// Whether the file may end in an interrupted write.
+    fn may_end_torn(self) -> bool {
+        match self {
+            ReadMode::Strict { may_end_torn } | ReadMode::Resync { may_end_torn } => may_end_torn,
+            ReadMode::Salvage => false,
+        }
+    }
 }
 
 /// Bytes of a file the reader did not return.
@@ -379,7 +394,7 @@ pub(crate) fn decode_log(path: &Path, data: Bytes, mode: ReadMode) -> Result<Log
         // A resync skips to the next good frame; otherwise reading stops here
         // and everything to the end of the file is dropped.
         let end = match (mode, next) {
-            (ReadMode::Resync, Some(at)) => at,
+            (ReadMode::Resync { .. }, Some(at)) => at,
             _ => data.len(),
         };
         let zeros = rest.iter().all(|&byte| byte == 0);
@@ -388,7 +403,7 @@ pub(crate) fn decode_log(path: &Path, data: Bytes, mode: ReadMode) -> Result<Log
         } else {
             bad.what
         };
-        let torn = next.is_none() && bad.could_be_torn && matches!(mode, ReadMode::Strict { may_end_torn: true });
+        let torn = next.is_none() && bad.could_be_torn && mode.may_end_torn();
         if let ReadMode::Strict { .. } = mode {
             if !torn {
                 let why = match next {
@@ -406,7 +421,7 @@ pub(crate) fn decode_log(path: &Path, data: Bytes, mode: ReadMode) -> Result<Log
             torn,
         });
         match (mode, next) {
-            (ReadMode::Resync, Some(at)) => offset = at,
+            (ReadMode::Resync { .. }, Some(at)) => offset = at,
             _ => break,
         }
     }
@@ -532,7 +547,12 @@ mod tests {
         assert_eq!(writer.path(), path);
         assert_eq!(writer.len(), end);
 
-        for mode in [NEWEST, OLDER, ReadMode::Salvage, ReadMode::Resync] {
+        for mode in [
+            NEWEST,
+            OLDER,
+            ReadMode::Salvage,
+            ReadMode::Resync { may_end_torn: false },
+        ] {
             let contents = read_log(&path, mode).expect("read");
             assert_eq!(contents.records.len(), 1000);
             assert_eq!(payloads_of(&contents), payloads);
@@ -602,14 +622,15 @@ mod tests {
         let last = 132;
         for cut in last..full.len() {
             std::fs::write(&path, &full[..cut]).expect("write");
-            for mode in [NEWEST, ReadMode::Salvage, ReadMode::Resync] {
+            let resync = |may_end_torn| ReadMode::Resync { may_end_torn };
+            for mode in [NEWEST, ReadMode::Salvage, resync(false), resync(true)] {
                 let contents = read_log(&path, mode).expect("a torn tail is never an error");
                 assert_eq!(payloads_of(&contents), payloads[..4], "cut at {cut}");
                 assert_eq!(contents.valid_len, 132);
                 let dropped: Vec<(u64, u64, bool)> =
                     contents.damage.iter().map(|d| (d.offset, d.bytes, d.torn)).collect();
                 let expected = if cut > last {
-                    vec![(132, (cut - last) as u64, mode == NEWEST)]
+                    vec![(132, (cut - last) as u64, mode.may_end_torn())]
                 } else {
                     vec![]
                 };
@@ -679,7 +700,7 @@ mod tests {
             "record of 1000 bytes cut short: 164 bytes left in the file (a valid record follows at offset 46)"
         );
         // A repair reads on past the damage.
-        let resynced = read_log(&path, ReadMode::Resync).expect("resync");
+        let resynced = read_log(&path, ReadMode::Resync { may_end_torn: false }).expect("resync");
         assert_eq!(payloads_of(&resynced), [&payloads[..1], &payloads[2..]].concat());
         assert_eq!(
             resynced.damage.iter().map(|d| (d.offset, d.bytes)).collect::<Vec<_>>(),
@@ -768,12 +789,12 @@ mod tests {
         fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512)) {
             let len = data.len() as u64;
             let data = Bytes::from(data);
-            for mode in [NEWEST, OLDER, ReadMode::Salvage, ReadMode::Resync] {
+            for mode in [NEWEST, OLDER, ReadMode::Salvage, ReadMode::Resync { may_end_torn: false }] {
                 if let Ok(contents) = decode_log(Path::new("fuzz.log"), data.clone(), mode) {
                     let skipped: u64 = contents.damage.iter().map(|d| d.bytes).sum();
                     let framed: u64 = contents.records.iter().map(|(_, p)| 8 + p.len() as u64).sum();
                     prop_assert_eq!(framed + skipped, len);
-                    if mode != ReadMode::Resync {
+                    if !matches!(mode, ReadMode::Resync { .. }) {
                         prop_assert_eq!(framed, contents.valid_len);
                     }
                 }

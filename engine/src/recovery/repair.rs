@@ -133,7 +133,9 @@ struct OldManifest {
 
 /// Rebuilds the manifest of the store in `dir` (see the module's steps).
 pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
-    if !dir.is_dir() {
+    // Checked before the lock, whose file would otherwise be left behind in
+    // a folder that holds no store (a mistyped --dir).
+    if !dir.is_dir() || !holds_store_files(dir)? {
         return Err(Error::NotAStore { dir: dir.to_path_buf() });
     }
     let _lock = lock_store(dir)?;
@@ -147,6 +149,14 @@ pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
     repair.publish(new_tables)?;
     repair.set_aside(log)?;
     Ok(repair.finish())
+}
+
+/// Whether `dir` holds what is left of a store: a manifest, a log segment or
+/// a family folder. A folder with none of them is not a store.
+fn holds_store_files(dir: &Path) -> Result<bool> {
+    Ok(!files::manifest_numbers(dir)?.is_empty()
+        || !files::log_numbers(dir)?.is_empty()
+        || !files::family_folders(dir)?.is_empty())
 }
 
 /// A repair in progress.
@@ -178,14 +188,10 @@ struct ReplayedLog {
 
 impl Repair {
     /// Step 1: what the folder holds, and what the old manifest still says.
-    /// A folder with no manifest, log or family folder is not a store.
     fn survey(dir: &Path) -> Result<Repair> {
         let manifests = files::manifest_numbers(dir)?;
         let logs = files::log_numbers(dir)?;
         let folders = files::family_folders(dir)?;
-        if manifests.is_empty() && logs.is_empty() && folders.is_empty() {
-            return Err(Error::NotAStore { dir: dir.to_path_buf() });
-        }
         let mut report = RepairReport::default();
         let old = read_old_manifest(dir, &mut report);
         let next_number = manifests
@@ -305,7 +311,9 @@ impl Repair {
                 log.read_whole.push(path);
                 continue;
             }
-            let contents = log::read_log(&path, ReadMode::Resync)?;
+            // Whether a damaged end is torn changes nothing here: every
+            // damaged range is reported and the segment set aside.
+            let contents = log::read_log(&path, ReadMode::Resync { may_end_torn: false })?;
             self.report.log_segments += 1;
             for (offset, payload) in &contents.records {
                 let (first, ops) = match batch::decode(payload) {

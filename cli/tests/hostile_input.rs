@@ -1,0 +1,245 @@
+//! The `cellar` command given what its users get wrong, or what a crash
+//! leaves: each input gets a clear error and a failing exit, or the answer
+//! those users expect, never a silent empty answer or a misleading "damaged".
+
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::{book_store, cellar, fails, ok, shell, Result};
+
+/// Runs a command that reads a file, not a store (no `--dir`); it must succeed.
+fn ok_on_file(args: &[&str]) -> Result<String> {
+    let output = assert_cmd::Command::new(common::bin()).args(args).output()?;
+    if !output.status.success() {
+        return Err(format!("cellar {args:?} failed: {}", String::from_utf8(output.stderr)?).into());
+    }
+    Ok(String::from_utf8(output.stdout)?)
+}
+
+/// Every file under `dir` with its bytes, to check a command changed nothing.
+fn contents(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            files.extend(contents(&path)?);
+        } else {
+            files.push((path.clone(), std::fs::read(&path)?));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[test]
+fn a_range_whose_from_is_not_before_its_to_is_refused() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    let empty = "cellar: --from b --to a is empty: --from (inclusive) must sort before --to (exclusive), \
+                 with --reverse too\n";
+    // An HBase user gives a reversed scan its larger row first.
+    assert_eq!(
+        fails(dir, &["scan", "books", "--from", "b", "--to", "a", "--reverse"])?,
+        empty
+    );
+    assert_eq!(fails(dir, &["scan", "books", "--from", "b", "--to", "a"])?, empty);
+    assert_eq!(fails(dir, &["count", "books", "--from", "b", "--to", "a"])?, empty);
+    assert_eq!(fails(dir, &["export", "books", "--from", "b", "--to", "a"])?, empty);
+    assert_eq!(
+        fails(dir, &["explain", "scan", "books", "--from", "b", "--to", "a"])?,
+        empty
+    );
+    assert_eq!(
+        fails(dir, &["slice", "books", "book:1", "--from", "b", "--to", "a"])?,
+        empty
+    );
+    // `--from r --to r` is not "row r".
+    assert!(fails(dir, &["scan", "books", "--from", "book:1", "--to", "book:1"])?
+        .starts_with("cellar: --from book:1 --to book:1 is empty"));
+    // In order, the same bounds read.
+    assert_eq!(
+        ok(dir, &["count", "books", "--from", "a", "--to", "c"])?,
+        "1 row(s), 4 cell(s)\n"
+    );
+    Ok(())
+}
+
+#[test]
+fn load_keeps_each_write_batch_small_in_bytes_too() -> Result {
+    // Three cells of 3 MiB: one log record each. A batch counted in cells
+    // only would hold all three, and a thousand such cells would be a batch
+    // over the log's 256 MiB record limit, refused after every line checked.
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "f"])?;
+    let value = "v".repeat(3 << 20);
+    let csv: String = (0..3).map(|i| format!("r{i},c,{value},5\n")).collect();
+    let file = dir.join("big.csv");
+    std::fs::write(&file, csv)?;
+    let file_arg = file.to_str().ok_or("path")?;
+    assert!(ok(dir, &["load", "f", file_arg])?.starts_with("loaded 3 cell(s) into f"));
+    let log = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "log") && p.metadata().is_ok_and(|m| m.len() > 0))
+        .ok_or("no log segment with the load")?;
+    let dump = ok_on_file(&["dump-log", log.to_str().ok_or("path")?])?;
+    let batches: Vec<&str> = dump.lines().filter(|l| l.starts_with("record at ")).collect();
+    assert_eq!(batches.len(), 3, "{batches:?}");
+    assert!(
+        batches.iter().all(|b| b.contains(" 1 write(s) from sequence ")),
+        "{batches:?}"
+    );
+    Ok(())
+}
+
+/// A store whose newest log segment holds two writes; the segment's path.
+fn store_with_two_logged_writes() -> Result<(tempfile::TempDir, PathBuf)> {
+    let tmp = tempfile::tempdir()?;
+    let (code, _, stderr) = shell(
+        tmp.path(),
+        &["--family", "books"],
+        "put books b1 title Dune --ts 1\nput books b2 title Emma --ts 2\n",
+    )?;
+    assert_eq!(code, Some(0), "{stderr}");
+    let log = std::fs::read_dir(tmp.path())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "log") && p.metadata().is_ok_and(|m| m.len() > 0))
+        .ok_or("no log segment")?;
+    Ok((tmp, log))
+}
+
+#[test]
+fn dump_log_calls_a_cut_last_record_of_the_newest_segment_a_torn_tail() -> Result {
+    let (tmp, log) = store_with_two_logged_writes()?;
+    let bytes = std::fs::read(&log)?;
+    // A crash in the middle of the second write.
+    std::fs::write(&log, bytes.get(..bytes.len() - 5).ok_or("short log")?)?;
+    let dump = ok_on_file(&["dump-log", log.to_str().ok_or("path")?])?;
+    assert!(
+        dump.ends_with(
+            "torn tail at 34 (29 bytes): record of 26 bytes cut short: 21 bytes left in the file: \
+             the end of an interrupted write, which opening drops\n"
+        ),
+        "{dump}"
+    );
+    // As opening judges it: the store opens without the unacknowledged write.
+    let rows = ok(tmp.path(), &["--read-only", "count", "books"])?;
+    assert_eq!(rows, "1 row(s), 1 cell(s)\n");
+    Ok(())
+}
+
+#[test]
+fn dump_manifest_calls_a_cut_last_record_a_torn_tail() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    let manifest = dir.join(std::fs::read_to_string(dir.join("CURRENT"))?.trim_end());
+    // A crash while appending an edit: the first bytes of its header.
+    let mut bytes = std::fs::read(&manifest)?;
+    let end = bytes.len();
+    bytes.extend_from_slice(&[0x11, 0x22, 0x33, 0x44, 0x55]);
+    std::fs::write(&manifest, bytes)?;
+    let dump = ok(dir, &["dump-manifest"])?;
+    assert!(
+        dump.contains(&format!(
+            "\ntorn tail at {end} (5 bytes): header cut short: 5 of 8 bytes: \
+             the end of an interrupted write, which opening drops\n"
+        )),
+        "{dump}"
+    );
+    // As opening judges it.
+    assert_eq!(ok(dir, &["--read-only", "count", "books"])?, "1 row(s), 4 cell(s)\n");
+    Ok(())
+}
+
+#[test]
+fn repair_of_a_folder_without_a_store_leaves_it_as_it_was() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    std::fs::write(dir.join("notes.txt"), "not a store")?;
+    let before = contents(dir)?;
+    assert_eq!(
+        fails(dir, &["repair"])?,
+        format!("cellar: {} is not a cellar store (no CURRENT file)\n", dir.display())
+    );
+    assert_eq!(contents(dir)?, before, "no LOCK file left behind");
+    Ok(())
+}
+
+#[test]
+fn a_script_line_that_is_not_utf8_fails_alone() -> Result {
+    let tmp = book_store()?;
+    let mut script = b"get books \xFF\n".to_vec();
+    script.extend_from_slice(b"get books book:1 title\r\n");
+    let output = cellar(tmp.path()).arg("shell").write_stdin(script).output()?;
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(output.stderr)?,
+        "cellar: line 1 is not UTF-8 text: write such bytes as \\xNN escapes\n\
+         cellar: 1 command(s) failed\n"
+    );
+    // The next line still ran (its CR LF ending read as a line end).
+    assert_eq!(
+        String::from_utf8(output.stdout)?,
+        "ROW      COLUMN+CELL\n book:1  column=books:title, timestamp=1000, value=Dune\n1 cell(s)\n"
+    );
+    Ok(())
+}
+
+#[test]
+fn human_with_json_is_refused_rather_than_ignored() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    let refused = "cellar: --human does not apply with --json: JSON timestamps are milliseconds, for scripts\n";
+    assert_eq!(fails(dir, &["get", "books", "book:1", "--json", "--human"])?, refused);
+    assert_eq!(fails(dir, &["--json", "--human", "scan", "books"])?, refused);
+    let (code, stdout, stderr) = shell(dir, &["--json"], "get books book:1 title --human\n")?;
+    assert_eq!((code, stdout.as_str()), (Some(1), ""));
+    assert_eq!(stderr, format!("{refused}cellar: 1 command(s) failed\n"));
+    Ok(())
+}
+
+#[test]
+fn a_negative_number_is_a_value_not_a_switch() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    // As the HBase shell's put 'books', 'book:1', 'stock', '-5'.
+    ok(dir, &["put", "books", "book:1", "stock", "-5", "--ts", "1000"])?;
+    ok(dir, &["put", "books", "-1", "-2", "-3.5", "--ts", "1000"])?;
+    assert_eq!(
+        ok(dir, &["get", "books", "book:1", "stock"])?,
+        "ROW      COLUMN+CELL\n book:1  column=books:stock, timestamp=1000, value=-5\n1 cell(s)\n"
+    );
+    assert_eq!(
+        ok(dir, &["scan", "books", "--from", "-1", "--to", "-2"])?,
+        "ROW  COLUMN+CELL\n -1  column=books:-2, timestamp=1000, value=-3.5\n1 row(s)\n"
+    );
+    // A negative number where a count or a timestamp goes says what is wrong with it.
+    let output = cellar(dir).args(["scan", "books", "--limit", "-1"]).output()?;
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr)?;
+    assert!(
+        stderr.starts_with("error: invalid value '-1' for '--limit <LIMIT>'"),
+        "{stderr}"
+    );
+    let output = cellar(dir)
+        .args(["put", "books", "r", "c", "v", "--ts", "-1"])
+        .output()?;
+    let stderr = String::from_utf8(output.stderr)?;
+    assert!(
+        stderr.starts_with("error: invalid value '-1' for '--ts <TS>': timestamp \"-1\" is neither"),
+        "{stderr}"
+    );
+    Ok(())
+}
+
+#[test]
+fn an_unknown_family_is_named_with_the_families_there_are() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    let unknown = "cellar: unknown column family \"loans\" (families: books)\n";
+    assert_eq!(fails(dir, &["load", "loans", "cells.csv"])?, unknown);
+    assert_eq!(fails(dir, &["alter", "loans", "--max-versions", "2"])?, unknown);
+    assert_eq!(fails(dir, &["drop-family", "loans", "--yes"])?, unknown);
+    assert_eq!(fails(dir, &["truncate", "loans", "--yes"])?, unknown);
+    Ok(())
+}
