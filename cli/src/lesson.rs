@@ -89,6 +89,9 @@ pub fn run(args: &Args, dir: Option<&Path>, json: bool) -> Result<(), Error> {
             return Err(format!("{flag} does not apply to `lesson {}`", args.which.name()).into());
         }
     }
+    if let Some(path) = &args.report {
+        crate::picture::check_report_path(path)?;
+    }
     let temporary = match dir {
         Some(_) => None,
         None => Some(tempfile::Builder::new().prefix("cellar-lesson-").tempdir()?),

@@ -18,6 +18,30 @@ use crate::format::escape;
 use crate::opened::Opened;
 use crate::Error;
 
+/// Refuses a `--report` path that cannot be written, before any work is
+/// done: a folder, or a file in a folder that does not exist. A lesson runs
+/// for seconds to minutes before it writes its page, and a command that
+/// printed its answer and then failed would leave a script unsure which
+/// part to trust.
+pub fn check_report_path(path: &Path) -> Result<(), Error> {
+    if path.is_dir() {
+        return Err(format!("{} is a folder: --report names the HTML file to write", path.display()).into());
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(format!(
+            "{}: folder {} does not exist: --report writes a file, not its folder",
+            path.display(),
+            folder.display()
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// A row key to draw.
 fn key_of(bytes: &[u8]) -> Key {
     Key {

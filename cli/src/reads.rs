@@ -409,6 +409,9 @@ fn print_cells(ctx: &Context, family: &str, row: &[u8], cells: &[Cell], out: &mu
 /// `explain`: runs the read, prints its result, then its [`Trace`]: the
 /// sources newest first, how each was settled and what it cost.
 pub fn explain(ctx: &Context, store: &Opened, args: &ExplainArgs, out: &mut dyn Write) -> Result<(), Error> {
+    if let Some(path) = &args.report {
+        picture::check_report_path(path)?;
+    }
     let read = &args.read;
     let snap = &store.snapshot();
     let plain = match read {

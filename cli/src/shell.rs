@@ -80,6 +80,9 @@ pub fn run(ctx: &Context, time: bool) -> Result<(), Error> {
     }
 }
 
+/// What the shell says of a line that is not UTF-8.
+const NOT_UTF8: &str = "is not UTF-8 text: write such bytes as \\xNN escapes";
+
 struct Session {
     ctx: Context,
     time: bool,
@@ -127,6 +130,13 @@ impl Session {
                 }
                 Err(ReadlineError::Interrupted) => continue,
                 Err(ReadlineError::Eof) => break,
+                // A byte that is not UTF-8 (a Latin-1 character pasted in):
+                // the editor drops the line typed so far, and the shell
+                // goes on, as it does after any failing command. Each such
+                // error consumes the bad byte, so this cannot spin.
+                Err(ReadlineError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    self.fail(&format!("the line {NOT_UTF8}"));
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -152,9 +162,7 @@ impl Session {
             let next = match std::str::from_utf8(line) {
                 Ok(line) => self.execute(line)?,
                 Err(_) => {
-                    self.fail(&format!(
-                        "line {number} is not UTF-8 text: write such bytes as \\xNN escapes"
-                    ));
+                    self.fail(&format!("line {number} {NOT_UTF8}"));
                     Next::Go
                 }
             };

@@ -381,6 +381,9 @@ pub fn run(ctx: &Context, store: Option<&Opened>, command: &StoreCommand, out: &
         StoreCommand::Count(a) => reads::count_cmd(ctx, opened, a, out)?,
         StoreCommand::Stats => stats::stats(ctx, opened, out)?,
         StoreCommand::Files(a) => {
+            if let Some(path) = &a.report {
+                crate::picture::check_report_path(path)?;
+            }
             stats::files(ctx, opened, out)?;
             if let Some(path) = &a.report {
                 // With --json the document stays the whole of stdout.

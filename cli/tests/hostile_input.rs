@@ -243,3 +243,123 @@ fn an_unknown_family_is_named_with_the_families_there_are() -> Result {
     assert_eq!(fails(dir, &["truncate", "loans", "--yes"])?, unknown);
     Ok(())
 }
+
+/// The interactive prompt on a pseudo-terminal: each line is typed after the
+/// prompt before it has appeared, as a person types.
+#[cfg(unix)]
+mod terminal {
+    use std::io::{Read, Write};
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::common::{self, book_store, Result};
+
+    /// A new pseudo-terminal: (the side a test reads and writes, the side the shell gets).
+    fn open_pty() -> Result<(OwnedFd, OwnedFd)> {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty writes two descriptors into the integers it is
+        // given; the name, termios and window size are optional (null).
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        // SAFETY: both descriptors were just opened and are owned by no one else.
+        Ok(unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) })
+    }
+
+    /// What the shell printed until its `n`-th prompt (or it ended).
+    fn until_prompt(output: &mpsc::Receiver<Vec<u8>>, seen: &mut String, n: usize) -> Result<()> {
+        while seen.matches("cellar> ").count() < n {
+            let chunk = output
+                .recv_timeout(Duration::from_secs(20))
+                .map_err(|_| format!("no prompt {n}; the shell printed: {seen:?}"))?;
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn on_a_terminal_a_line_that_is_not_utf8_fails_alone() -> Result {
+        let tmp = book_store()?;
+        let (master, slave) = open_pty()?;
+        let mut shell = std::process::Command::new(common::bin())
+            .arg("--dir")
+            .arg(tmp.path())
+            .arg("shell")
+            .env("HOME", tmp.path()) // the history file goes there
+            .stdin(Stdio::from(slave.try_clone()?))
+            .stdout(Stdio::from(slave.try_clone()?))
+            .stderr(Stdio::from(slave))
+            .spawn()?;
+        let mut typing = std::fs::File::from(master);
+        let mut reading = typing.try_clone()?;
+        let (send, output) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0; 4096];
+            // Ends with an error (EIO) once the shell has exited.
+            while let Ok(n @ 1..) = reading.read(&mut buf) {
+                if send.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = String::new();
+        until_prompt(&output, &mut seen, 1)?;
+        typing.write_all(b"get books \xFF\r")?;
+        until_prompt(&output, &mut seen, 2)?;
+        assert!(
+            seen.contains("cellar: the line is not UTF-8 text: write such bytes as \\xNN escapes\r\n"),
+            "{seen:?}"
+        );
+        typing.write_all(b"get books book:1 title\r")?;
+        until_prompt(&output, &mut seen, 3)?;
+        assert!(
+            seen.contains(" book:1  column=books:title, timestamp=1000, value=Dune\r\n1 cell(s)\r\n"),
+            "{seen:?}"
+        );
+        typing.write_all(b"\x04")?; // Ctrl-D: end of input
+        assert_eq!(shell.wait()?.code(), Some(1), "one line failed");
+        Ok(())
+    }
+}
+
+#[test]
+fn a_report_that_cannot_be_written_is_refused_before_the_work() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    let nowhere = dir.join("no-such-folder").join("page.html");
+    let nowhere = nowhere.to_str().ok_or("path")?;
+    let refused = format!(
+        "cellar: {nowhere}: folder {} does not exist: --report writes a file, not its folder\n",
+        dir.join("no-such-folder").display()
+    );
+    // Nothing printed first: the answer and the failure never mix.
+    assert_eq!(fails(dir, &["files", "--report", nowhere])?, refused);
+    assert_eq!(
+        fails(dir, &["explain", "get", "books", "book:1", "--report", nowhere])?,
+        refused
+    );
+    // The lesson does not run for nothing (it takes seconds).
+    let output = cellar(dir)
+        .args(["lesson", "append-only", "--report", nowhere])
+        .output()?;
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8(output.stdout)?, "");
+    assert_eq!(String::from_utf8(output.stderr)?, refused);
+    let folder = dir.to_str().ok_or("path")?;
+    assert_eq!(
+        fails(dir, &["files", "--report", folder])?,
+        format!("cellar: {folder} is a folder: --report names the HTML file to write\n")
+    );
+    Ok(())
+}
