@@ -363,3 +363,25 @@ fn a_report_that_cannot_be_written_is_refused_before_the_work() -> Result {
     );
     Ok(())
 }
+
+#[test]
+fn a_missing_table_file_is_named_alike_by_a_read_only_open() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    let table = std::fs::read_dir(dir.join("books"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .ok_or("no table file")?;
+    std::fs::remove_file(&table)?;
+    let missing = format!(
+        "cellar: corruption in {} at offset 0: table file listed in the manifest is missing; the store does \
+         not open: `cellar --dir {} repair` rebuilds it from its table files and log, keeping what it cannot \
+         read in its lost/ folder\n",
+        table.display(),
+        dir.display()
+    );
+    // Was an I/O error on a `.sst.pending` file that never existed, without the way out.
+    assert_eq!(fails(dir, &["--read-only", "check"])?, missing);
+    assert_eq!(fails(dir, &["check"])?, missing);
+    Ok(())
+}

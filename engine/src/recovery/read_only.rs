@@ -218,12 +218,7 @@ fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache, held: &mut 
             tables.push(Arc::new(TableFile::new(meta.clone(), table, path)));
             continue;
         }
-        let listed = table_path(&family_dir, meta.file_id);
-        let path = if listed.exists() {
-            listed
-        } else {
-            pending_path(&family_dir, meta.file_id)
-        };
+        let path = listed_table_path(&family_dir, meta.file_id)?;
         let table = Table::open_with_cache(&path, cache)?;
         tables.push(Arc::new(TableFile::new(meta.clone(), table, path)));
     }
@@ -233,6 +228,24 @@ fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache, held: &mut 
         options,
         family_dir,
         tables,
+    ))
+}
+
+/// Where a table file the manifest lists is: under its name or, if the
+/// writer has not renamed it yet, its pending name. The name is looked at
+/// again last, since a rename between the first two looks moves the file
+/// there. Under neither name, it is missing, as a writable open says (a
+/// writer deletes a table only after the manifest stops listing it).
+fn listed_table_path(family_dir: &Path, number: u64) -> Result<PathBuf> {
+    let listed = table_path(family_dir, number);
+    let pending = pending_path(family_dir, number);
+    if let Some(path) = [&listed, &pending, &listed].into_iter().find(|path| path.exists()) {
+        return Ok(path.clone());
+    }
+    Err(Error::corruption(
+        &listed,
+        0,
+        "table file listed in the manifest is missing",
     ))
 }
 
