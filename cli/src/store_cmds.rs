@@ -271,8 +271,10 @@ pub fn check_json_human(json: bool, human: bool) -> Result<(), Error> {
 
 /// Refuses a folder that would be a surprise to turn into a store: a file, or
 /// a folder that holds other things than a store. Checked before the engine
-/// touches it, so such a folder is left exactly as it was.
-fn check_folder(dir: &Path) -> Result<(), Error> {
+/// touches it, so such a folder is left exactly as it was. `creating`: the
+/// command names families to create (else the error says only what the
+/// folder is not, rather than where a store could be made).
+fn check_folder(dir: &Path, creating: bool) -> Result<(), Error> {
     if dir.exists() && !dir.is_dir() {
         return Err(format!(
             "{} is a file, not a folder: --dir names the folder of a store",
@@ -296,6 +298,9 @@ fn check_folder(dir: &Path) -> Result<(), Error> {
     for entry in entries {
         let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
         if !store_file(&entry.file_name().to_string_lossy()) {
+            if !creating {
+                return Err(format!("{} is not a cellar store (no CURRENT file)", dir.display()).into());
+            }
             return Err(format!(
                 "{} is not empty and holds no cellar store (no CURRENT file): \
                  give --dir a new or empty folder",
@@ -313,7 +318,7 @@ fn check_folder(dir: &Path) -> Result<(), Error> {
 /// store, and only when it is new or empty. With `--read-only` nothing is
 /// created (or written).
 pub fn open(ctx: &Context, options: &FamilyOptions) -> Result<Opened, Error> {
-    check_folder(&ctx.dir)?;
+    check_folder(&ctx.dir, !ctx.families.is_empty())?;
     if ctx.read_only {
         if !ctx.families.is_empty() {
             return Err("--family creates families, and --read-only writes nothing: give one of them".into());

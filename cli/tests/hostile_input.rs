@@ -385,3 +385,16 @@ fn a_missing_table_file_is_named_alike_by_a_read_only_open() -> Result {
     assert_eq!(fails(dir, &["check"])?, missing);
     Ok(())
 }
+
+#[test]
+fn a_read_in_a_folder_without_a_store_says_so_without_advice_to_create() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    std::fs::write(dir.join("thesis.tex"), "mine")?;
+    let not_a_store = format!("cellar: {} is not a cellar store (no CURRENT file)\n", dir.display());
+    // Was "... give --dir a new or empty folder", advice for creating a store.
+    assert_eq!(fails(dir, &["get", "books", "book:1"])?, not_a_store);
+    assert_eq!(fails(dir, &["--read-only", "scan", "books"])?, not_a_store);
+    assert_eq!(fails(dir, &["stats"])?, not_a_store);
+    Ok(())
+}
