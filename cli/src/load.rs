@@ -10,6 +10,8 @@
 //! cell, which is how bulk loaders amortise the write-ahead log. A batch is atomic, the whole load is not: if
 //! the store fails in the middle of the second pass (a full disk), the batches
 //! before stay written, and the error says how many entries and lines they were.
+//! Input that cannot be read twice (`/dev/stdin`, a pipe) is read into memory
+//! once, for both passes.
 
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -37,7 +39,8 @@ const BATCH_BYTES: usize = 4 << 20;
 pub struct Args {
     /// Column family to load into.
     pub family: String,
-    /// CSV (`row,column,value[,timestamp]`) or JSON-lines file.
+    /// CSV (`row,column,value[,timestamp]`) or JSON-lines file
+    /// (`/dev/stdin` for standard input).
     pub file: PathBuf,
 }
 
@@ -45,9 +48,8 @@ pub struct Args {
 pub fn run(store: &Store, args: &Args, out: &mut dyn Write) -> Result<(), Error> {
     crate::store_cmds::known_family_in(&store.families(), &args.family)?;
     let path = &args.file;
-    let size = std::fs::metadata(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .len();
+    let input = Input::open(path)?;
+    let size = input.size();
     // Drawn on stderr, and only for a person watching: a script piping the
     // output gets no escape codes.
     let bar = if std::io::stderr().is_terminal() {
@@ -60,7 +62,7 @@ pub fn run(store: &Store, args: &Args, out: &mut dyn Write) -> Result<(), Error>
     }
 
     bar.set_message("checking");
-    let (puts, deletions) = each_entry(path, &bar, |_, entry| entry.check())?;
+    let (puts, deletions) = each_entry(path, &input, &bar, |_, entry| entry.check())?;
 
     bar.set_message("loading");
     let mut batch = WriteBatch::new();
@@ -80,7 +82,7 @@ pub fn run(store: &Store, args: &Args, out: &mut dyn Write) -> Result<(), Error>
     };
     let mut last_line = 0;
     let mut batch_bytes = 0;
-    each_entry(path, &bar, |line, e| {
+    each_entry(path, &input, &bar, |line, e| {
         let bytes = e.row.len() + e.column.len() + e.value.len();
         if !batch.is_empty() && batch_bytes + bytes > BATCH_BYTES {
             write(&mut batch, first_line, last_line)?;
@@ -125,18 +127,66 @@ fn add(batch: &mut WriteBatch, family: &str, e: Entry) {
     };
 }
 
-/// Reads the file and hands every entry to `f` with its line number (from
-/// 1); an error names the file and the line. Returns the number of puts and
-/// of deletions.
+/// What `load` reads, once per pass.
+enum Input {
+    /// A regular file: read from the disk again by the second pass.
+    File(PathBuf),
+    /// Anything else (`/dev/stdin`, a pipe, `<(command)`), read into memory
+    /// by the first look: a second read of a pipe finds it empty, and a load
+    /// that checked every line and then wrote none would still say "loaded".
+    Read(Vec<u8>),
+}
+
+impl Input {
+    fn open(path: &Path) -> Result<Input, Error> {
+        let meta = std::fs::metadata(path).map_err(|e| {
+            let hint = if path.as_os_str() == "-" {
+                " (for stdin, give /dev/stdin)"
+            } else {
+                ""
+            };
+            format!("{}: {e}{hint}", path.display())
+        })?;
+        if meta.is_file() {
+            return Ok(Input::File(path.to_path_buf()));
+        }
+        if meta.is_dir() {
+            return Err(format!("{} is a folder: give the file to load", path.display()).into());
+        }
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Input::Read(bytes))
+    }
+
+    /// Bytes to read in one pass, for the progress bar.
+    fn size(&self) -> u64 {
+        match self {
+            Input::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
+            Input::Read(bytes) => bytes.len() as u64,
+        }
+    }
+
+    fn reader(&self) -> Result<Box<dyn BufRead + '_>, Error> {
+        Ok(match self {
+            Input::File(path) => Box::new(BufReader::new(
+                std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?,
+            )),
+            Input::Read(bytes) => Box::new(bytes.as_slice()),
+        })
+    }
+}
+
+/// Reads the input and hands every entry to `f` with its line number (from
+/// 1); an error names the file (`path`) and the line. Returns the number of
+/// puts and of deletions.
 fn each_entry(
     path: &Path,
+    input: &Input,
     bar: &ProgressBar,
     mut f: impl FnMut(usize, Entry) -> Result<(), Error>,
 ) -> Result<(u64, u64), Error> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut format: Option<Format> = None;
     let (mut puts, mut deletions) = (0u64, 0u64);
-    for (i, line) in BufReader::new(file).lines().enumerate() {
+    for (i, line) in input.reader()?.lines().enumerate() {
         let n = i + 1;
         let line = line.map_err(|e| format!("{} line {n}: {e}", path.display()))?;
         bar.inc(line.len() as u64 + 1);

@@ -398,3 +398,24 @@ fn a_read_in_a_folder_without_a_store_says_so_without_advice_to_create() -> Resu
     assert_eq!(fails(dir, &["stats"])?, not_a_store);
     Ok(())
 }
+
+#[test]
+fn load_from_a_pipe_writes_what_it_checked() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    let output = cellar(dir)
+        .args(["load", "books", "/dev/stdin"])
+        .write_stdin("book:2,title,Emma,2000\nbook:3,title,Kim,2000\n")
+        .output()?;
+    assert_eq!(
+        String::from_utf8(output.stdout)?,
+        "loaded 2 cell(s) into books from /dev/stdin\n"
+    );
+    // Was "loaded 2 cell(s)" and nothing written: the second pass found the pipe empty.
+    assert_eq!(ok(dir, &["count", "books"])?, "3 row(s), 6 cell(s)\n");
+    assert_eq!(
+        fails(dir, &["load", "books", "-"])?,
+        "cellar: -: No such file or directory (os error 2) (for stdin, give /dev/stdin)\n"
+    );
+    Ok(())
+}
