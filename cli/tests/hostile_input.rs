@@ -419,3 +419,22 @@ fn load_from_a_pipe_writes_what_it_checked() -> Result {
     );
     Ok(())
 }
+
+#[test]
+fn keys_refuses_a_pad_wider_than_it_designs_rather_than_cutting_it() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let output = assert_cmd::Command::new(common::bin())
+        .args(["keys", "--key", "pad(customer,100)", "--writes", "10"])
+        .current_dir(tmp.path())
+        .output()?;
+    // Was a report on pad(customer,64), the key the user did not write.
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8(output.stdout)?, "");
+    assert_eq!(
+        String::from_utf8(output.stderr)?,
+        "cellar: key syntax error at offset 0: pad width 100 is over 64\n"
+    );
+    let widest = ok_on_file(&["keys", "--key", "pad(customer,64)", "--writes", "10"])?;
+    assert!(widest.starts_with("key: pad(customer,64)\n"), "{widest}");
+    Ok(())
+}
