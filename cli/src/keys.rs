@@ -130,9 +130,11 @@ fn parse_span(text: &str) -> Result<u64, Error> {
         "d" => 86_400_000,
         _ => return Err(format!("invalid --span {text:?}: use 90s, 30m, 1h or 2d").into()),
     };
-    n.checked_mul(ms)
-        .filter(|v| *v > 0)
-        .ok_or_else(|| format!("invalid --span {text:?}").into())
+    match n.checked_mul(ms) {
+        Some(0) => Err(format!("invalid --span {text:?}: the writes need some time to spread over").into()),
+        Some(span) => Ok(span),
+        None => Err(format!("invalid --span {text:?}: over 64 bits of milliseconds").into()),
+    }
 }
 
 fn model(args: &Args) -> Result<StoreModel, Error> {

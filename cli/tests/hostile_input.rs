@@ -438,3 +438,24 @@ fn keys_refuses_a_pad_wider_than_it_designs_rather_than_cutting_it() -> Result {
     assert!(widest.starts_with("key: pad(customer,64)\n"), "{widest}");
     Ok(())
 }
+
+#[test]
+fn keys_says_why_a_span_is_refused() -> Result {
+    let refused = |span: &str| -> Result<String> {
+        let output = assert_cmd::Command::new(common::bin())
+            .args(["keys", "--key", "field(customer)", "--span", span])
+            .output()?;
+        assert_eq!(output.status.code(), Some(1));
+        Ok(String::from_utf8(output.stderr)?)
+    };
+    // Both were a bare `invalid --span "0s"`.
+    assert_eq!(
+        refused("0s")?,
+        "cellar: invalid --span \"0s\": the writes need some time to spread over\n"
+    );
+    assert_eq!(
+        refused("99999999999999999d")?,
+        "cellar: invalid --span \"99999999999999999d\": over 64 bits of milliseconds\n"
+    );
+    Ok(())
+}
