@@ -93,8 +93,13 @@ type Error = Box<dyn std::error::Error>;
 /// message on stderr and a failing exit status.
 fn main() -> ExitCode {
     let command = switches::negative_numbers_as_values(Cli::command());
-    let matches = switches::hide_unaccepted(command, accepts).get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let parsed = switches::hide_unaccepted(command, accepts)
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(e) => return usage_exit(&e),
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of our output went away (`cellar scan | head`): it has
@@ -105,6 +110,20 @@ fn main() -> ExitCode {
             let _ = writeln!(std::io::stderr(), "cellar: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Prints clap's help, version or usage error and says how to exit: clap's
+/// code (0 for help and version, 2 for a usage error), unless the text could
+/// not be written (`cellar --help > /dev/full`), which `Error::exit` would
+/// hide behind a success.
+fn usage_exit(e: &clap::Error) -> ExitCode {
+    match e.print() {
+        Err(io) if io.kind() != std::io::ErrorKind::BrokenPipe => {
+            let _ = writeln!(std::io::stderr(), "cellar: {io}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
     }
 }
 

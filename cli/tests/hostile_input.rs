@@ -459,3 +459,29 @@ fn keys_says_why_a_span_is_refused() -> Result {
     );
     Ok(())
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn help_that_cannot_be_written_is_a_failure() -> Result {
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["scan", "--help"],
+        &["--dir", "x", "files"],
+    ] {
+        let output = std::process::Command::new(common::bin())
+            .args(args)
+            .current_dir(std::env::temp_dir())
+            .stdout(std::fs::File::create("/dev/full")?)
+            .output()?;
+        // --help and --version exited 0 having written nothing.
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8(output.stderr)?;
+        assert!(
+            stderr == "cellar: No space left on device (os error 28)\n"
+                || stderr.starts_with("cellar: x is not a cellar store"),
+            "{args:?}: {stderr}"
+        );
+    }
+    Ok(())
+}
