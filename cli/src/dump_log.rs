@@ -7,9 +7,10 @@
 //! (family, kind, row, column, timestamp, value), so a learner can watch what
 //! a `put` or a `load` appends, and what opening the store replays. Family
 //! names come from the manifest of the store the segment sits in (ids when
-//! it cannot be read). Bytes that do not decode are listed with the reason;
-//! damage other than a torn tail (the end of an interrupted write, which
-//! opening drops) makes the command fail. Nothing is locked or written.
+//! it cannot be read). Bytes that do not decode, and records that frame but
+//! are not a write batch, are listed with the reason; damage other than a
+//! torn tail (the end of an interrupted write, which opening drops) makes the
+//! command fail. Nothing is locked or written.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -48,8 +49,10 @@ pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
         let Some((first, writes)) = &record.batch else {
             writeln!(
                 out,
-                "record at {} ({} bytes): not a write batch",
-                record.offset, record.payload_bytes
+                "DAMAGED record at {} ({} bytes): not a write batch: {}",
+                record.offset,
+                record.payload_bytes,
+                record.problem.as_deref().unwrap_or("unknown reason")
             )?;
             continue;
         };
@@ -81,7 +84,10 @@ pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
     for d in damage {
         writeln!(out, "{}", damaged(d))?;
     }
-    let bad = dump.damage.iter().filter(|d| !d.torn).count();
+    // A record that frames but is not a batch is damage too: opening the
+    // store refuses it as corruption.
+    let bad =
+        dump.damage.iter().filter(|d| !d.torn).count() + dump.records.iter().filter(|r| r.batch.is_none()).count();
     if bad > 0 {
         return Err(format!("{}: {bad} damaged range(s)", args.file.display()).into());
     }

@@ -1147,6 +1147,36 @@ fn dump_log_shows_each_batch_of_the_segment() -> Result {
     Ok(())
 }
 
+/// A record whose checksum is good but whose payload is not a write batch
+/// (a format byte no cellar writes) is shown with the reason opening the
+/// store refuses it for, and fails the command like any other damage.
+#[test]
+fn dump_log_shows_why_a_record_is_not_a_write_batch() -> Result {
+    let (_tmp, log) = store_with_a_log()?;
+    let mut bytes = std::fs::read(&log)?;
+    let length = usize::try_from(u32::from_le_bytes(bytes[4..8].try_into()?))?;
+    bytes[8 + 7] = 3; // the top byte of the first 8 payload bytes: the format
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&bytes[4..8 + length]);
+    let crc = hasher.finalize().rotate_right(15).wrapping_add(0xa282_ead8);
+    bytes[..4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&log, bytes)?;
+    let (code, out, err) = dump_file("dump-log", &log)?;
+    assert_eq!(code, Some(1));
+    let lines: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(
+        lines,
+        [
+            "DAMAGED record at 0 (31 bytes): not a write batch: unknown batch format (top byte of the first \
+             sequence number)",
+            "record at 39 (22 bytes): 1 write(s) from sequence 4",
+            "  books: row=book:2 column=* timestamp=1004 seq=4 delete-row",
+        ]
+    );
+    assert_eq!(err, format!("cellar: {}: 1 damaged range(s)\n", log.display()));
+    Ok(())
+}
+
 #[test]
 fn dump_manifest_shows_each_edit_group_and_the_state_they_build() -> Result {
     let (tmp, _) = store_with_a_log()?;

@@ -40,8 +40,9 @@
 //! top byte of a sequence number, and no store ever hands out a sequence
 //! number of 2^56 or more: keys keep 56 bits of it (`key::MAX_SEQUENCE`), and
 //! the write path refuses a write that would go past it. So it is 0 in every
-//! first-format payload, and 2 in every compact one. Any other value, and any
-//! compact payload that does not decode exactly to its last byte, is
+//! first-format payload, and 2 in every compact one. Any other value, any
+//! compact payload that does not decode exactly to its last byte, and a
+//! batch of either format that no write path writes (see `check_batch`), is
 //! corruption.
 
 use std::ops::Range;
@@ -497,7 +498,47 @@ pub(crate) fn decode(payload: &Bytes) -> std::result::Result<(u64, Vec<LoggedOp>
     if reader.left() != 0 {
         return Err("bytes after the last operation");
     }
+    check_batch(first, &ops)?;
     Ok((first, ops))
+}
+
+/// Refuses a batch that parses but that no write path writes: a record's
+/// checksum was good, so it is no torn write, and replaying it would apply
+/// something nobody wrote. The write path never logs an empty batch, never
+/// numbers an op past [`MAX_SEQUENCE`] (keys keep 56 bits of a sequence
+/// number; a larger one would be clamped, two ops sharing one), never gives
+/// a deletion a value or a row deletion a column (a flipped kind would
+/// otherwise turn a put into a deletion unnoticed), and never writes a part
+/// over its limit ([`check_limits`]).
+fn check_batch(first: u64, ops: &[LoggedOp]) -> std::result::Result<(), Malformed> {
+    let last_offset = u64::try_from(ops.len()).map_err(|_| "a batch of too many operations")?;
+    let Some(last_offset) = last_offset.checked_sub(1) else {
+        return Err("a batch of no operations");
+    };
+    if first.checked_add(last_offset).is_none_or(|last| last > MAX_SEQUENCE) {
+        return Err("operations numbered past the largest sequence number");
+    }
+    ops.iter().try_for_each(check_op)
+}
+
+/// Refuses an op the write path cannot have written (see [`check_batch`]).
+fn check_op(op: &LoggedOp) -> std::result::Result<(), Malformed> {
+    if op.kind == Kind::DeleteRow && !op.column.is_empty() {
+        return Err("a row deletion names a column");
+    }
+    if op.kind != Kind::Put && !op.value.is_empty() {
+        return Err("a deletion carries a value");
+    }
+    if op.row.len() > MAX_ROW_BYTES {
+        return Err("a row longer than a write may be");
+    }
+    if op.column.len() > MAX_COLUMN_BYTES {
+        return Err("a column longer than a write may be");
+    }
+    if op.value.len() > MAX_VALUE_BYTES {
+        return Err("a value longer than a write may be");
+    }
+    Ok(())
 }
 
 /// The ops of a first-format payload, after its first sequence number.
@@ -751,6 +792,80 @@ mod tests {
         assert!(damaged(|_| ()).is_ok());
     }
 
+    /// Payloads that frame and parse, but that no write path ever writes:
+    /// each is corruption (the checksum was good, so no torn write), with
+    /// its reason, in both formats.
+    #[test]
+    fn batches_no_writer_writes_are_refused_in_both_formats() {
+        type Case = (&'static str, u64, Vec<LoggedOp>, Malformed);
+        let big = |n: usize| Bytes::from(vec![b'x'; n]);
+        let mut long_row = op(1, Kind::Put, 5, b"r", b"c", b"v");
+        long_row.row = big(MAX_ROW_BYTES + 1);
+        let mut long_column = op(1, Kind::Put, 5, b"r", b"c", b"v");
+        long_column.column = big(MAX_COLUMN_BYTES + 1);
+        let mut long_value = op(1, Kind::Put, 5, b"r", b"c", b"v");
+        long_value.value = big(MAX_VALUE_BYTES + 1);
+        let cases: Vec<Case> = vec![
+            ("no operations", 7, vec![], "a batch of no operations"),
+            (
+                "numbered past the largest sequence number",
+                MAX_SEQUENCE,
+                vec![op(1, Kind::Put, 5, b"r", b"c1", b"v"), op(1, Kind::Put, 5, b"r", b"c2", b"v")],
+                "operations numbered past the largest sequence number",
+            ),
+            (
+                "a row deletion that names a column",
+                7,
+                vec![op(1, Kind::DeleteRow, 5, b"r", b"c", b"")],
+                "a row deletion names a column",
+            ),
+            (
+                "a row deletion with a value",
+                7,
+                vec![op(1, Kind::DeleteRow, 5, b"r", b"", b"v")],
+                "a deletion carries a value",
+            ),
+            (
+                "a cell deletion with a value",
+                7,
+                vec![op(1, Kind::DeleteCell, 5, b"r", b"c", b"v")],
+                "a deletion carries a value",
+            ),
+            ("a row over the limit", 7, vec![long_row], "a row longer than a write may be"),
+            ("a column over the limit", 7, vec![long_column], "a column longer than a write may be"),
+            ("a value over the limit", 7, vec![long_value], "a value longer than a write may be"),
+        ];
+        for (case, first, ops, why) in cases {
+            let (mut compact, mut old) = (Vec::new(), Vec::new());
+            encode(first, &ops, &mut compact);
+            encode_v1(first, &ops, &mut old);
+            assert_eq!(decode(&Bytes::from(compact)), Err(why), "{case}, compact format");
+            assert_eq!(decode(&Bytes::from(old)), Err(why), "{case}, first format");
+        }
+    }
+
+    /// The edges that are allowed: the last op numbered exactly
+    /// `MAX_SEQUENCE`, parts exactly at the write path's limits, empty rows,
+    /// columns and values, and a row deletion at the largest timestamp.
+    #[test]
+    fn batches_at_the_limits_round_trip_in_both_formats() {
+        let mut at_limits = op(3, Kind::Put, u64::MAX, b"", b"", b"");
+        at_limits.row = Bytes::from(vec![0xff; MAX_ROW_BYTES]);
+        at_limits.column = Bytes::from(vec![0x00; MAX_COLUMN_BYTES]);
+        at_limits.value = Bytes::from(vec![0x00; MAX_VALUE_BYTES]);
+        let ops = vec![
+            op(0, Kind::Put, 0, b"", b"", b""),
+            at_limits,
+            op(u32::MAX, Kind::DeleteRow, u64::MAX, b"\x00\xff", b"", b""),
+        ];
+        let first = MAX_SEQUENCE - 2;
+        for encoder in [encode, encode_v1] {
+            let mut out = Vec::new();
+            encoder(first, &ops, &mut out);
+            assert_eq!(decode(&Bytes::from(out)), Ok((first, ops.clone())));
+        }
+    }
+
     #[test]
     fn oversized_parts_are_refused() {
         let mut batch = WriteBatch::new();
@@ -777,30 +892,36 @@ mod tests {
         let family = prop_oneof![0u32..3, any::<u32>()];
         let kind = prop_oneof![Just(Kind::Put), Just(Kind::DeleteCell), Just(Kind::DeleteRow)];
         let timestamp = prop_oneof![3 => Just(1_700_000_000_000u64), 1 => any::<u64>()];
+        // A deletion carries no value, a row deletion no column: the
+        // write path never writes one that does (see `check_op`).
         let one = (family, kind, timestamp, rows, part(20), part(200)).prop_map(
             |(family, kind, timestamp, row, column, value)| LoggedOp {
                 family,
                 kind,
                 timestamp,
                 row,
-                column,
-                value,
+                column: if kind == Kind::DeleteRow { Bytes::new() } else { column },
+                value: if kind == Kind::Put { value } else { Bytes::new() },
             },
         );
-        proptest::collection::vec(one, 0..40)
+        proptest::collection::vec(one, 1..40)
     }
 
     proptest! {
         #[test]
         fn compact_format_decodes_to_what_the_first_format_decodes_to(
             ops in ops_strategy(),
-            first in 0..=MAX_SEQUENCE,
+            first in prop_oneof![0..=MAX_SEQUENCE - 64, MAX_SEQUENCE - 64..=MAX_SEQUENCE],
         ) {
             let (mut compact, mut old) = (Vec::new(), Vec::new());
             encode(first, &ops, &mut compact);
             encode_v1(first, &ops, &mut old);
             let from_old = decode(&Bytes::from(old));
-            prop_assert_eq!(&from_old, &Ok((first, ops)));
+            if first + (ops.len() as u64 - 1) <= MAX_SEQUENCE {
+                prop_assert_eq!(&from_old, &Ok((first, ops)));
+            } else {
+                prop_assert_eq!(&from_old, &Err("operations numbered past the largest sequence number"));
+            }
             prop_assert_eq!(decode(&Bytes::from(compact)), from_old);
         }
 

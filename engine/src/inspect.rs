@@ -75,6 +75,19 @@ pub struct LoggedWrite {
     pub value: Bytes,
 }
 
+impl From<batch::LoggedOp> for LoggedWrite {
+    fn from(op: batch::LoggedOp) -> LoggedWrite {
+        LoggedWrite {
+            family_id: op.family,
+            kind: op.kind,
+            timestamp: op.timestamp,
+            row: op.row,
+            column: op.column,
+            value: op.value,
+        }
+    }
+}
+
 /// One record of a log segment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogRecord {
@@ -85,6 +98,9 @@ pub struct LogRecord {
     /// The write batch: its first sequence number (each operation takes the
     /// next) and its operations; `None` if the payload is not a batch.
     pub batch: Option<(u64, Vec<LoggedWrite>)>,
+    /// Why the payload is not a write batch (`batch` is then `None`): the
+    /// reason recovery gives when it refuses the record as corruption.
+    pub problem: Option<String>,
 }
 
 /// A log segment, record by record.
@@ -114,23 +130,17 @@ pub fn dump_log(path: &Path) -> Result<LogDump> {
     let records = contents
         .records
         .iter()
-        .map(|(offset, payload)| LogRecord {
-            offset: *offset,
-            payload_bytes: payload.len() as u64,
-            batch: batch::decode(payload).ok().map(|(first, ops)| {
-                let writes = ops
-                    .into_iter()
-                    .map(|op| LoggedWrite {
-                        family_id: op.family,
-                        kind: op.kind,
-                        timestamp: op.timestamp,
-                        row: op.row,
-                        column: op.column,
-                        value: op.value,
-                    })
-                    .collect();
-                (first, writes)
-            }),
+        .map(|(offset, payload)| {
+            let (batch, problem) = match batch::decode(payload) {
+                Ok((first, ops)) => (Some((first, ops.into_iter().map(LoggedWrite::from).collect())), None),
+                Err(why) => (None, Some(why.to_string())),
+            };
+            LogRecord {
+                offset: *offset,
+                payload_bytes: payload.len() as u64,
+                batch,
+                problem,
+            }
         })
         .collect();
     Ok(LogDump {
@@ -490,6 +500,47 @@ mod tests {
         assert_eq!(first, 1);
         let shown: Vec<(Kind, &[u8], u64)> = writes.iter().map(|w| (w.kind, &w.row[..], w.timestamp)).collect();
         assert_eq!(shown, [(Kind::Put, &b"b1"[..], 7), (Kind::DeleteRow, &b"b2"[..], 8)]);
+        Ok(())
+    }
+
+    /// A record that frames but is not a batch shows recovery's reason.
+    #[test]
+    fn a_record_that_is_not_a_batch_says_why() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("000001.log");
+        let mut good = Vec::new();
+        let op = batch::LoggedOp {
+            family: 1,
+            kind: Kind::Put,
+            timestamp: 7,
+            row: Bytes::from_static(b"r"),
+            column: Bytes::from_static(b"c"),
+            value: Bytes::from_static(b"v"),
+        };
+        batch::encode(1, &[op], &mut good);
+        let mut bad = good.clone();
+        bad[7] = 9;
+        let mut file = Vec::new();
+        log::encode_record(&mut file, &bad)?;
+        log::encode_record(&mut file, &good)?;
+        std::fs::write(&path, file)?;
+        let dump = dump_log(&path)?;
+        assert!(dump.damage.is_empty());
+        let shown: Vec<(bool, Option<&str>)> = dump
+            .records
+            .iter()
+            .map(|r| (r.batch.is_some(), r.problem.as_deref()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (
+                    false,
+                    Some("unknown batch format (top byte of the first sequence number)")
+                ),
+                (true, None)
+            ]
+        );
         Ok(())
     }
 

@@ -197,6 +197,58 @@ fn a_damaged_log_record_is_skipped_and_the_records_after_it_are_kept() -> TestRe
     Ok(())
 }
 
+/// A log record whose frame and checksum are good but whose payload is not
+/// a write batch (here: a format byte no cellar writes) is damage like a
+/// flipped byte: repair reports it with its reason, replays the records
+/// around it, and keeps the segment in `lost/` instead of deleting it.
+#[test]
+fn a_log_record_that_is_not_a_write_batch_is_reported_and_its_segment_kept_in_lost() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    {
+        let store = Store::open(dir.path(), options())?;
+        for i in 0..5 {
+            store.put_at("a", format!("a{i}"), "c", 1, format!("v{i}"))?;
+        }
+    }
+    let log = names_in(dir.path())
+        .into_iter()
+        .map(|n| dir.path().join(n))
+        .find(|p| p.extension().is_some_and(|e| e == "log") && std::fs::metadata(p).unwrap().len() > 0)
+        .unwrap();
+    let mut bytes = std::fs::read(&log)?;
+    let record = bytes.len() / 5;
+    let at = 2 * record;
+    // Record 2: the top byte of its first 8 payload bytes says its format.
+    bytes[at + 8 + 7] = 3;
+    let length = u32::from_le_bytes(bytes[at + 4..at + 8].try_into()?) as usize;
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&bytes[at + 4..at + 8 + length]);
+    let crc = hasher.finalize().rotate_right(15).wrapping_add(0xa282_ead8);
+    bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&log, &bytes)?;
+    let refused = Store::open(dir.path(), options()).map(drop);
+    assert!(
+        matches!(&refused, Err(Error::Corruption { file, offset, .. }) if *file == log && *offset == at as u64),
+        "{refused:?}"
+    );
+
+    let report = Store::repair(dir.path())?;
+    assert_eq!(report.log_records, 4);
+    assert_eq!(report.skipped_log.len(), 1, "{report:?}");
+    assert_eq!(report.skipped_log[0].offset, at as u64);
+    assert_eq!(report.skipped_log[0].bytes, record as u64);
+    assert_eq!(
+        report.skipped_log[0].why,
+        "log record is not a write batch: unknown batch format (top byte of the first sequence number)"
+    );
+    let kept = report.lost.iter().find(|l| l.from == log);
+    assert!(kept.is_some_and(|l| l.to.exists()), "the segment is kept in lost/: {report:?}");
+    assert_eq!(std::fs::read(&kept.unwrap().to)?, bytes, "and kept as it was");
+    let store = Store::open(dir.path(), options())?;
+    assert_eq!(rows(&store, "a"), ["a0=v0", "a1=v1", "a3=v3", "a4=v4"]);
+    Ok(())
+}
+
 #[test]
 fn repair_refuses_an_open_store_and_a_folder_that_is_not_one() -> TestResult {
     let dir = tempfile::tempdir()?;

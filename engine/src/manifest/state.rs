@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use super::edit::{Edit, TableMeta};
 use crate::error::{Error, Result};
+use crate::key::MAX_SEQUENCE;
 
 /// One column family as the manifest sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,6 +168,15 @@ impl ManifestState {
             Edit::SetLogNumber { family, log_number } => {
                 self.family_mut(*family)?.log_number = *log_number;
             }
+            // Keys keep 56 bits of a sequence number and the write path
+            // numbers no write past them: a larger last sequence is no
+            // store's, and the next write would be numbered from it (from 0,
+            // once `u64::MAX` wrapped), older than every write before it.
+            Edit::LastSequence(sequence) if *sequence > MAX_SEQUENCE => {
+                return Err(format!(
+                    "last sequence number {sequence} is past the largest a key holds ({MAX_SEQUENCE})"
+                ));
+            }
             Edit::LastSequence(sequence) => self.last_sequence = *sequence,
             Edit::NextFileNumber(number) => self.next_file_number = *number,
             Edit::RemoveFamily { id } => {
@@ -224,6 +234,10 @@ mod tests {
             (
                 remove_table(2, 5),
                 "table 5 is removed from family 2, which does not have it",
+            ),
+            (
+                Edit::LastSequence(MAX_SEQUENCE + 1),
+                "last sequence number 72057594037927936 is past the largest a key holds (72057594037927935)",
             ),
         ];
         for (edit, message) in refused {

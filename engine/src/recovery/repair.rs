@@ -315,10 +315,14 @@ impl Repair {
             // damaged range is reported and the segment set aside.
             let contents = log::read_log(&path, ReadMode::Resync { may_end_torn: false })?;
             self.report.log_segments += 1;
+            // A record that frames but is not a batch is damage as much as
+            // a bad checksum: the segment is kept, not deleted.
+            let mut not_batches = false;
             for (offset, payload) in &contents.records {
                 let (first, ops) = match batch::decode(payload) {
                     Ok(batch) => batch,
                     Err(why) => {
+                        not_batches = true;
                         self.report.skipped_log.push(SkippedLog {
                             file: path.clone(),
                             offset: *offset,
@@ -351,7 +355,7 @@ impl Repair {
                     bytes: d.bytes,
                     why: d.why.clone(),
                 }));
-            if contents.damage.is_empty() {
+            if contents.damage.is_empty() && !not_batches {
                 log.read_whole.push(path);
             } else {
                 log.damaged.push(path);

@@ -286,7 +286,7 @@ mod tests {
 
     use crate::batch::{self, LoggedOp};
     use crate::files;
-    use crate::key::Kind;
+    use crate::key::{self, Kind};
     use crate::log::{self, ReadMode};
     use crate::{Error, ReadOnlyStore, Row, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
 
@@ -498,7 +498,7 @@ mod tests {
     fn a_checksum_valid_compact_record_that_does_not_decode_is_corruption_not_a_torn_tail() -> TestResult {
         // The payload: 8 head | count | timestamp 300 (2 bytes) | flags | family | 1 r | 1 c | 1 v
         type Case = (&'static str, fn(&mut Vec<u8>), &'static str);
-        let cases: [Case; 5] = [
+        let cases: [Case; 8] = [
             (
                 "a varint cut short",
                 |p| p.truncate(10),
@@ -520,6 +520,29 @@ mod tests {
                 |p| p[11] |= 0x08,
                 "the first operation shares a row",
             ),
+            (
+                "no operations",
+                |p| {
+                    p[8] = 0;
+                    p.truncate(11);
+                },
+                "a batch of no operations",
+            ),
+            (
+                "a put turned into a row deletion",
+                |p| p[11] |= 0x03,
+                "a row deletion names a column",
+            ),
+            (
+                "two ops, the second numbered past the largest sequence number",
+                |p| {
+                    p[..7].fill(0xff);
+                    p[8] = 2;
+                    // put, same family, same row: column "c", value "v"
+                    p.extend_from_slice(&[0x0d, 1, b'c', 1, b'v']);
+                },
+                "operations numbered past the largest sequence number",
+            ),
         ];
         for (case, edit, why) in cases {
             let dir = tempfile::tempdir()?;
@@ -534,6 +557,111 @@ mod tests {
                         assert_eq!((at, what.as_str()), (offset, expected.as_str()), "{case}, {open}");
                     }
                     other => panic!("{case}, {open}: expected corruption, got {other:?}"),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The frame of `payload`, appended to the file at `path`; returns its offset.
+    fn append_record(path: &Path, payload: &[u8]) -> crate::Result<u64> {
+        let mut file = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let offset = file.len() as u64;
+        log::encode_record(&mut file, payload)?;
+        std::fs::write(path, file).map_err(|e| Error::io(path, e))?;
+        Ok(offset)
+    }
+
+    /// A compact record whose flags byte says "row deletion" for a put of a
+    /// column: it frames, its checksum is good, and it is corruption where
+    /// it is, followed by good records or in an older segment, for an open
+    /// and a read-only open alike; salvage keeps what came before it.
+    #[test]
+    fn a_malformed_record_in_the_middle_or_in_an_older_segment_is_corruption_at_its_offset() -> TestResult {
+        for older_segment in [false, true] {
+            let dir = tempfile::tempdir()?;
+            let offset = with_last_record(dir.path(), |p| p[11] |= 0x03)?;
+            let newest = segments(dir.path())?
+                .pop()
+                .ok_or_else(|| Error::InvalidArgument("no segment".into()))?;
+            // A good record after it, numbered after it (its one op).
+            let records = log::read_log(&newest, ReadMode::Strict { may_end_torn: true })?.records;
+            let (_, payload) = records
+                .last()
+                .ok_or_else(|| Error::InvalidArgument("no record".into()))?;
+            let head: [u8; 8] = payload.get(..8).and_then(|h| h.try_into().ok()).unwrap_or_default();
+            let first = u64::from_le_bytes(head) & key::MAX_SEQUENCE;
+            let family = 1; // family `a`, as `with_last_record` wrote it
+            let mut next = Vec::new();
+            let op = LoggedOp {
+                family,
+                kind: Kind::Put,
+                timestamp: 400,
+                row: Bytes::from_static(b"after"),
+                column: Bytes::from_static(b"c"),
+                value: Bytes::from_static(b"v"),
+            };
+            batch::encode(first + 1, &[op], &mut next);
+            if older_segment {
+                // ... in the next segment, which makes this one older.
+                let number = files::log_numbers(dir.path())?.last().copied().unwrap_or(0) + 1;
+                std::fs::write(files::log_path(dir.path(), number), [])?;
+                append_record(&files::log_path(dir.path(), number), &next)?;
+            } else {
+                append_record(&newest, &next)?;
+            }
+            let expected = "log record is not a write batch: a row deletion names a column";
+            for (open, result) in [
+                ("open", Store::open(dir.path(), options()).map(drop)),
+                ("read-only open", ReadOnlyStore::open(dir.path()).map(drop)),
+            ] {
+                match result {
+                    Err(Error::Corruption { file, offset: at, what }) => {
+                        assert_eq!(
+                            (file, at, what.as_str()),
+                            (newest.clone(), offset, expected),
+                            "{open}, older segment: {older_segment}"
+                        );
+                    }
+                    other => panic!("{open}, older segment: {older_segment}: expected corruption, got {other:?}"),
+                }
+            }
+            let mut salvage = options();
+            salvage.salvage_log = true;
+            let store = Store::open(dir.path(), salvage)?;
+            let rows: Vec<Vec<u8>> = store
+                .scan("a", &RowRange::all())?
+                .map(|row| row.map(|r| r.key.to_vec()))
+                .collect::<crate::Result<_>>()?;
+            assert_eq!(rows, (0..5).map(|i| format!("row{i}").into_bytes()).collect::<Vec<_>>());
+        }
+        Ok(())
+    }
+
+    /// A manifest whose last sequence number is past what a key holds (so
+    /// the next write would be numbered from 0 once it wrapped, older than
+    /// every earlier one) is corruption of the record that says so.
+    #[test]
+    fn a_last_sequence_past_the_largest_is_corruption_of_its_manifest_record() -> TestResult {
+        for last in [key::MAX_SEQUENCE + 1, u64::MAX] {
+            let dir = tempfile::tempdir()?;
+            {
+                let store = Store::open(dir.path(), options())?;
+                store.put("a", "r", "c", "old")?;
+            }
+            let manifest = crate::manifest::live_manifest(dir.path())?;
+            let edits = crate::manifest::encode_edits(&[crate::manifest::Edit::LastSequence(last)]);
+            let offset = append_record(&manifest, &edits)?;
+            for (open, result) in [
+                ("open", Store::open(dir.path(), options()).map(drop)),
+                ("read-only open", ReadOnlyStore::open(dir.path()).map(drop)),
+            ] {
+                match result {
+                    Err(Error::Corruption { file, offset: at, what }) => {
+                        assert_eq!((&file, at), (&manifest, offset), "{last}, {open}: {what}");
+                        assert!(what.starts_with("last sequence number"), "{last}, {open}: {what}");
+                    }
+                    other => panic!("{last}, {open}: expected corruption, got {other:?}"),
                 }
             }
         }
