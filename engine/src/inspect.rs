@@ -503,6 +503,51 @@ mod tests {
         Ok(())
     }
 
+    /// The last record of the newest segment cut short is a torn tail, as
+    /// opening the store calls it; the same cut in a segment followed by one
+    /// holding bytes is damage.
+    #[test]
+    fn a_cut_last_record_is_a_torn_tail_only_in_the_newest_segment() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        {
+            let store = Store::open(dir.path(), StoreOptions::default().family("books"))?;
+            store.put_at("books", "b1", "title", 7, "Dune")?;
+            store.put_at("books", "b2", "title", 8, "Emma")?;
+        }
+        let path = newest_log(dir.path())?;
+        let bytes = std::fs::read(&path)?;
+        let second = dump_log(&path)?.records.get(1).map(|r| r.offset).ok_or("two records")?;
+        std::fs::write(&path, &bytes[..bytes.len() - 3])?;
+        let dump = dump_log(&path)?;
+        let shown: Vec<(u64, u64, bool)> = dump.damage.iter().map(|d| (d.offset, d.bytes, d.torn)).collect();
+        let cut = bytes.len() as u64 - 3 - second;
+        assert_eq!((dump.records.len(), shown), (1, vec![(second, cut, true)]));
+        // A newer segment holding bytes: this one cannot end in a torn write.
+        let number = crate::files::log_numbers(dir.path())?.last().copied().unwrap_or(0) + 1;
+        std::fs::write(crate::files::log_path(dir.path(), number), b"x")?;
+        let dump = dump_log(&path)?;
+        let shown: Vec<(u64, u64, bool)> = dump.damage.iter().map(|d| (d.offset, d.bytes, d.torn)).collect();
+        assert_eq!(shown, vec![(second, cut, false)]);
+        Ok(())
+    }
+
+    /// A manifest may always end in a torn write (an append cut short).
+    #[test]
+    fn a_cut_last_manifest_record_is_a_torn_tail() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        {
+            let store = Store::open(dir.path(), StoreOptions::default().family("books"))?;
+            store.put_at("books", "b1", "title", 7, "Dune")?;
+            store.flush()?;
+        }
+        let path = live_manifest(dir.path())?;
+        let bytes = std::fs::read(&path)?;
+        std::fs::write(&path, &bytes[..bytes.len() - 1])?;
+        let dump = dump_manifest(&path)?;
+        assert_eq!(dump.damage.iter().map(|d| d.torn).collect::<Vec<_>>(), [true]);
+        Ok(())
+    }
+
     /// A record that frames but is not a batch shows recovery's reason.
     #[test]
     fn a_record_that_is_not_a_batch_says_why() -> TestResult {
