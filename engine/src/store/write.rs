@@ -414,4 +414,43 @@ mod tests {
         );
         Ok(())
     }
+
+    /// A store whose last write took `key::MAX_SEQUENCE` reopens (its log
+    /// replayed, then its tables) with that write, refuses the next one
+    /// with `TooLarge` (never numbering it from 0), and a read-only open
+    /// reads it too.
+    #[test]
+    fn a_store_at_the_largest_sequence_number_reopens_with_its_last_write_and_refuses_the_next(
+    ) -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let options = || StoreOptions::default().family("a");
+        {
+            let store = Store::open(dir.path(), options())?;
+            // A write at MAX - 2 flushed, so the manifest's last sequence
+            // number is there too; the last two only in the log.
+            store.inner.writer.lock().last_seq = key::MAX_SEQUENCE - 3;
+            store.put_at("a", "flushed", "c", 7, "v")?;
+            store.flush()?;
+            let mut two = crate::WriteBatch::new();
+            two.put_at("a", "r", "c1", 7, "one").put_at("a", "r", "c2", 7, "two");
+            store.write(&two)?;
+        }
+        let value = |cell: Option<crate::Cell>| cell.map(|c| (c.timestamp, c.value.to_vec()));
+        let reader = crate::ReadOnlyStore::open(dir.path())?;
+        assert_eq!(value(reader.snapshot().get("a", "r", "c2")?), Some((7, b"two".to_vec())));
+        for _ in 0..2 {
+            let store = Store::open(dir.path(), options())?;
+            assert_eq!(value(store.get("a", "r", "c1")?), Some((7, b"one".to_vec())));
+            assert_eq!(value(store.get("a", "r", "c2")?), Some((7, b"two".to_vec())));
+            assert_eq!(store.inner.writer.lock().last_seq, key::MAX_SEQUENCE);
+            match store.put_at("a", "r", "c2", 7, "three") {
+                Err(Error::TooLarge {
+                    what: "sequence number", ..
+                }) => {}
+                other => return Err(format!("expected the write refused, got {other:?}").into()),
+            }
+            assert_eq!(value(store.get("a", "r", "c2")?), Some((7, b"two".to_vec())));
+        }
+        Ok(())
+    }
 }
