@@ -810,7 +810,10 @@ mod tests {
             (
                 "numbered past the largest sequence number",
                 MAX_SEQUENCE,
-                vec![op(1, Kind::Put, 5, b"r", b"c1", b"v"), op(1, Kind::Put, 5, b"r", b"c2", b"v")],
+                vec![
+                    op(1, Kind::Put, 5, b"r", b"c1", b"v"),
+                    op(1, Kind::Put, 5, b"r", b"c2", b"v"),
+                ],
                 "operations numbered past the largest sequence number",
             ),
             (
@@ -831,9 +834,24 @@ mod tests {
                 vec![op(1, Kind::DeleteCell, 5, b"r", b"c", b"v")],
                 "a deletion carries a value",
             ),
-            ("a row over the limit", 7, vec![long_row], "a row longer than a write may be"),
-            ("a column over the limit", 7, vec![long_column], "a column longer than a write may be"),
-            ("a value over the limit", 7, vec![long_value], "a value longer than a write may be"),
+            (
+                "a row over the limit",
+                7,
+                vec![long_row],
+                "a row longer than a write may be",
+            ),
+            (
+                "a column over the limit",
+                7,
+                vec![long_column],
+                "a column longer than a write may be",
+            ),
+            (
+                "a value over the limit",
+                7,
+                vec![long_value],
+                "a value longer than a write may be",
+            ),
         ];
         for (case, first, ops, why) in cases {
             let (mut compact, mut old) = (Vec::new(), Vec::new());

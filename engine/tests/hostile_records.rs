@@ -279,7 +279,11 @@ fn records_that_frame_well_and_decode_to_nonsense_never_panic() {
 /// cell its own column, so a change inside one record cannot reach a cell
 /// of another.
 fn small_log(dir: &Path) -> Vec<(&'static str, &'static str, &'static str)> {
-    let store = Store::open(dir, StoreOptions::default().sync(SyncPolicy::Never).family("a").family("b")).unwrap();
+    let store = Store::open(
+        dir,
+        StoreOptions::default().sync(SyncPolicy::Never).family("a").family("b"),
+    )
+    .unwrap();
     let mut spanning = cellar_engine::WriteBatch::new();
     spanning
         .put_at("a", "r0", "c0", 10, "v0")

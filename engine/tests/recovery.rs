@@ -952,16 +952,22 @@ fn random_op() -> impl Strategy<Value = RandomOp> {
         1 => Just(Some(u64::MAX)),
     ];
     let value = prop_oneof![Just(Vec::new()), proptest::collection::vec(any::<u8>(), 0..12)];
-    (0..FAMILIES.len(), 0..ROWS.len(), 0..COLUMNS.len(), kind, timestamp, value).prop_map(
-        |(family, row, column, kind, timestamp, value)| RandomOp {
+    (
+        0..FAMILIES.len(),
+        0..ROWS.len(),
+        0..COLUMNS.len(),
+        kind,
+        timestamp,
+        value,
+    )
+        .prop_map(|(family, row, column, kind, timestamp, value)| RandomOp {
             family,
             row,
             column,
             kind,
             timestamp,
             value,
-        },
-    )
+        })
 }
 
 fn add_op(batch: &mut WriteBatch, op: &RandomOp) {
@@ -976,19 +982,25 @@ fn add_op(batch: &mut WriteBatch, op: &RandomOp) {
     };
 }
 
-/// What a reader sees: every version of every cell of the pools, and every
-/// row a scan returns, per family, keyed in a `BTreeMap`.
-type Seen = std::collections::BTreeMap<(usize, usize, usize), Vec<(u64, Vec<u8>)>>;
+/// Every version (timestamp, value) of every cell of the pools, by
+/// (family, row, column) indexes.
+type Cells = std::collections::BTreeMap<(usize, usize, usize), Vec<(u64, Vec<u8>)>>;
 
-fn seen(snapshot: &cellar_engine::Snapshot) -> Result<(Seen, Vec<Vec<Vec<u8>>>), Error> {
-    let mut cells = Seen::new();
+/// What a reader sees: the cells, and per family the rows a scan returns.
+type Seen = (Cells, Vec<Vec<Vec<u8>>>);
+
+fn seen(snapshot: &cellar_engine::Snapshot) -> Result<Seen, Error> {
+    let mut cells = Cells::new();
     let mut rows = Vec::new();
     for (f, family) in FAMILIES.iter().enumerate() {
         for (r, row) in ROWS.iter().enumerate() {
             for (c, column) in COLUMNS.iter().enumerate() {
                 let versions = snapshot.versions(family, row, column)?;
                 if !versions.is_empty() {
-                    cells.insert((f, r, c), versions.into_iter().map(|v| (v.timestamp, v.value.to_vec())).collect());
+                    cells.insert(
+                        (f, r, c),
+                        versions.into_iter().map(|v| (v.timestamp, v.value.to_vec())).collect(),
+                    );
                 }
             }
         }
@@ -1031,7 +1043,11 @@ fn check_logged(path: &Path, batches: &[Vec<RandomOp>]) -> Result<(), TestCaseEr
             prop_assert_eq!(w.family_id as usize, op.family + 1);
             prop_assert_eq!(w.kind, op.kind);
             prop_assert_eq!(&w.row[..], ROWS[op.row]);
-            let column: &[u8] = if op.kind == Kind::DeleteRow { b"" } else { COLUMNS[op.column] };
+            let column: &[u8] = if op.kind == Kind::DeleteRow {
+                b""
+            } else {
+                COLUMNS[op.column]
+            };
             prop_assert_eq!(&w.column[..], column);
             let value: &[u8] = if op.kind == Kind::Put { &op.value } else { b"" };
             prop_assert_eq!(&w.value[..], value);
@@ -1056,7 +1072,10 @@ fn check_logged(path: &Path, batches: &[Vec<RandomOp>]) -> Result<(), TestCaseEr
 /// what a reader saw after the last batch whose record is whole, for an
 /// open, a read-only open and a second open; a write after it is the newest.
 /// A clean close reopens to everything.
-fn random_batches_through_a_crash(batches: &[Vec<RandomOp>], cut: proptest::sample::Index) -> Result<(), TestCaseError> {
+fn random_batches_through_a_crash(
+    batches: &[Vec<RandomOp>],
+    cut: proptest::sample::Index,
+) -> Result<(), TestCaseError> {
     let fail = |e: Error| TestCaseError::fail(e.to_string());
     let dir = cellar_testkit::dirs::scratch();
     let store = Store::open(dir.path(), random_batch_options()).map_err(fail)?;
@@ -1069,7 +1088,11 @@ fn random_batches_through_a_crash(batches: &[Vec<RandomOp>], cut: proptest::samp
             add_op(&mut batch, op);
         }
         store.write(&batch).map_err(fail)?;
-        ends.push(std::fs::metadata(&log).map_err(|e| TestCaseError::fail(e.to_string()))?.len());
+        ends.push(
+            std::fs::metadata(&log)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?
+                .len(),
+        );
         views.push(seen(&store.snapshot()).map_err(fail)?);
     }
     prop_assert_eq!(log_files(dir.path()), vec![log.clone()], "everything in one segment");
@@ -1090,10 +1113,21 @@ fn random_batches_through_a_crash(batches: &[Vec<RandomOp>], cut: proptest::samp
     std::fs::write(&copied_log, &bytes[..cut_at as usize]).map_err(|e| TestCaseError::fail(e.to_string()))?;
 
     let read_only = cellar_engine::ReadOnlyStore::open(copy.path()).map_err(fail)?;
-    prop_assert_eq!(&seen(&read_only.snapshot()).map_err(fail)?, &views[whole], "read-only, cut at {}", cut_at);
+    prop_assert_eq!(
+        &seen(&read_only.snapshot()).map_err(fail)?,
+        &views[whole],
+        "read-only, cut at {}",
+        cut_at
+    );
     for open in 0..2 {
         let reopened = Store::open(copy.path(), random_batch_options()).map_err(fail)?;
-        prop_assert_eq!(&seen(&reopened.snapshot()).map_err(fail)?, &views[whole], "open {}, cut at {}", open, cut_at);
+        prop_assert_eq!(
+            &seen(&reopened.snapshot()).map_err(fail)?,
+            &views[whole],
+            "open {}, cut at {}",
+            open,
+            cut_at
+        );
     }
     let reopened = Store::open(copy.path(), random_batch_options()).map_err(fail)?;
     // A later write to a cell at the largest timestamp is its newest version:
@@ -1105,7 +1139,11 @@ fn random_batches_through_a_crash(batches: &[Vec<RandomOp>], cut: proptest::samp
 
     drop(store);
     let store = Store::open(dir.path(), random_batch_options()).map_err(fail)?;
-    prop_assert_eq!(&seen(&store.snapshot()).map_err(fail)?, views.last().unwrap_or(&views[0]), "clean close");
+    prop_assert_eq!(
+        &seen(&store.snapshot()).map_err(fail)?,
+        views.last().unwrap_or(&views[0]),
+        "clean close"
+    );
     Ok(())
 }
 

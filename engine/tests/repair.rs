@@ -242,7 +242,10 @@ fn a_log_record_that_is_not_a_write_batch_is_reported_and_its_segment_kept_in_lo
         "log record is not a write batch: unknown batch format (top byte of the first sequence number)"
     );
     let kept = report.lost.iter().find(|l| l.from == log);
-    assert!(kept.is_some_and(|l| l.to.exists()), "the segment is kept in lost/: {report:?}");
+    assert!(
+        kept.is_some_and(|l| l.to.exists()),
+        "the segment is kept in lost/: {report:?}"
+    );
     assert_eq!(std::fs::read(&kept.unwrap().to)?, bytes, "and kept as it was");
     let store = Store::open(dir.path(), options())?;
     assert_eq!(rows(&store, "a"), ["a0=v0", "a1=v1", "a3=v3", "a4=v4"]);

@@ -27,9 +27,9 @@ mod state;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub(crate) use edit::{decode_edits, Edit, TableMeta};
 #[cfg(test)]
 pub(crate) use edit::encode_edits;
+pub(crate) use edit::{decode_edits, Edit, TableMeta};
 pub(crate) use file::{apply_record, live_manifest, manifest_file_name};
 pub(crate) use state::{FamilyState, ManifestState};
 

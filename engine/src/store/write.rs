@@ -437,7 +437,10 @@ mod tests {
         }
         let value = |cell: Option<crate::Cell>| cell.map(|c| (c.timestamp, c.value.to_vec()));
         let reader = crate::ReadOnlyStore::open(dir.path())?;
-        assert_eq!(value(reader.snapshot().get("a", "r", "c2")?), Some((7, b"two".to_vec())));
+        assert_eq!(
+            value(reader.snapshot().get("a", "r", "c2")?),
+            Some((7, b"two".to_vec()))
+        );
         for _ in 0..2 {
             let store = Store::open(dir.path(), options())?;
             assert_eq!(value(store.get("a", "r", "c1")?), Some((7, b"one".to_vec())));
@@ -445,7 +448,8 @@ mod tests {
             assert_eq!(store.inner.writer.lock().last_seq, key::MAX_SEQUENCE);
             match store.put_at("a", "r", "c2", 7, "three") {
                 Err(Error::TooLarge {
-                    what: "sequence number", ..
+                    what: "sequence number",
+                    ..
                 }) => {}
                 other => return Err(format!("expected the write refused, got {other:?}").into()),
             }
