@@ -369,17 +369,23 @@ mod tests {
     /// Rewrites every segment of the store in the first format, as cellar
     /// wrote logs before the compact one; returns how many records it rewrote.
     fn rewrite_in_the_first_format(dir: &Path) -> crate::Result<usize> {
+        rewrite_segments_in_the_first_format(&segments(dir)?)
+    }
+
+    /// Rewrites the given segments in the first format; returns how many
+    /// records it rewrote.
+    fn rewrite_segments_in_the_first_format(paths: &[PathBuf]) -> crate::Result<usize> {
         let mut records = 0;
-        for path in segments(dir)? {
+        for path in paths {
             let mut file = Vec::new();
-            for (payload, first, ops) in batches(&path)? {
+            for (payload, first, ops) in batches(path)? {
                 assert_eq!(format(&payload), Some(2), "the write path writes the compact format");
                 let mut old = Vec::new();
                 batch::encode_v1(first, &ops, &mut old);
                 log::encode_record(&mut file, &old)?;
                 records += 1;
             }
-            std::fs::write(&path, file).map_err(|e| Error::io(&path, e))?;
+            std::fs::write(path, file).map_err(|e| Error::io(path, e))?;
         }
         Ok(records)
     }
@@ -424,6 +430,70 @@ mod tests {
         drop(store);
         let snapshot = ReadOnlyStore::open(dir.path())?.snapshot();
         assert_eq!(snapshot.scan("b", &RowRange::all())?.count(), after.1.len());
+        Ok(())
+    }
+
+    /// An older cellar's segment, still needed by an idle family, followed
+    /// by segments this one wrote: one store, both formats, each segment
+    /// one of them.
+    #[test]
+    fn segments_of_both_formats_replay_together() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let options = || {
+            StoreOptions::default()
+                .sync(SyncPolicy::Always)
+                .family_with("a", crate::FamilyOptions::default().memtable_max_entries(8))
+                .family("b")
+        };
+        let before = {
+            let store = Store::open(dir.path(), options())?;
+            store.put_at("b", "idle", "c", 1, "pins the oldest segment")?;
+            for i in 0..30 {
+                let mut two = WriteBatch::new();
+                two.put("a", format!("row{i:02}"), "c", format!("a{i}")).put_at(
+                    "b",
+                    format!("row{i:02}"),
+                    "c",
+                    2,
+                    format!("b{i}"),
+                );
+                store.write(&two)?;
+            }
+            let a = store
+                .scan("a", &RowRange::all())?
+                .collect::<crate::Result<Vec<Row>>>()?;
+            let b = store
+                .scan("b", &RowRange::all())?
+                .collect::<crate::Result<Vec<Row>>>()?;
+            (a, b)
+        };
+        let all = segments(dir.path())?;
+        assert!(all.len() >= 3, "rotations made several segments: {all:?}");
+        let oldest = all.first().cloned().into_iter().collect::<Vec<_>>();
+        assert!(rewrite_segments_in_the_first_format(&oldest)? > 0);
+        let formats: Vec<Option<u8>> = all
+            .iter()
+            .map(|p| Ok(batches(p)?.first().and_then(|(payload, _, _)| format(payload))))
+            .collect::<crate::Result<Vec<_>>>()?;
+        assert_eq!(formats.first(), Some(&Some(0)));
+        assert!(formats.iter().skip(1).any(|f| *f == Some(2)), "{formats:?}");
+
+        let snapshot = ReadOnlyStore::open(dir.path())?.snapshot();
+        let a = snapshot
+            .scan("a", &RowRange::all())?
+            .collect::<crate::Result<Vec<Row>>>()?;
+        let b = snapshot
+            .scan("b", &RowRange::all())?
+            .collect::<crate::Result<Vec<Row>>>()?;
+        assert_eq!((a, b), before);
+        let store = Store::open(dir.path(), options())?;
+        let a = store
+            .scan("a", &RowRange::all())?
+            .collect::<crate::Result<Vec<Row>>>()?;
+        let b = store
+            .scan("b", &RowRange::all())?
+            .collect::<crate::Result<Vec<Row>>>()?;
+        assert_eq!((a, b), before);
         Ok(())
     }
 
