@@ -390,6 +390,9 @@ fn every_flip_of_a_compact_record_is_refused_at_it_or_leaves_the_others() {
             }
         }
     }
-    println!("{refused} changed records refused at their offset, {opened} read with every other record intact");
+    println!(
+        "{refused} changed records refused as corruption at them (or at the next, for a changed sequence number), \
+         {opened} read with every other record intact"
+    );
     assert!(refused > 0 && opened > 0);
 }
