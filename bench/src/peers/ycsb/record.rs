@@ -14,7 +14,12 @@
 //!
 //! Both models are written once over [`KeyValue`], the handful of operations
 //! they need, which fjall and RocksDB implement.
+//!
+//! Every model reads each entry a read or scan returns, as db_bench's loops
+//! do: at least the lengths of its key and value, summed and handed to
+//! `black_box` (the record-per-key model decodes the value as well).
 
+use std::hint::black_box;
 use std::path::Path;
 
 use cellar_engine::{RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
@@ -145,8 +150,9 @@ impl<K: KeyValue> RecordStore for RecordPerKey<K> {
     }
 
     fn scan(&mut self, start: &[u8], records: usize) -> Result<(usize, usize)> {
-        let (mut read, mut fields, mut damaged) = (0, 0, false);
-        self.kv.scan(start, None, &mut |_, value| {
+        let (mut read, mut fields, mut damaged, mut bytes) = (0, 0, false, 0);
+        self.kv.scan(start, None, &mut |key, value| {
+            bytes += key.len() + value.len();
             match decode(value) {
                 Ok(f) => fields += f.len(),
                 Err(_) => damaged = true,
@@ -154,6 +160,7 @@ impl<K: KeyValue> RecordStore for RecordPerKey<K> {
             read += 1;
             read < records
         })?;
+        black_box(bytes);
         if damaged {
             return Err(Error::Peer("a scanned record does not decode".into()));
         }
@@ -215,11 +222,13 @@ impl<K: KeyValue> RecordStore for KeyPerField<K> {
         let (mut from, mut to) = (key.to_vec(), key.to_vec());
         from.push(0);
         to.push(1);
-        let mut fields = 0;
-        self.kv.scan(&from, Some(&to), &mut |_, _| {
+        let (mut fields, mut bytes) = (0, 0);
+        self.kv.scan(&from, Some(&to), &mut |key, value| {
             fields += 1;
+            bytes += key.len() + value.len();
             true
         })?;
+        black_box(bytes);
         Ok(fields)
     }
 
@@ -229,9 +238,9 @@ impl<K: KeyValue> RecordStore for KeyPerField<K> {
     }
 
     fn scan(&mut self, start: &[u8], records: usize) -> Result<(usize, usize)> {
-        let (mut read, mut fields) = (0, 0);
+        let (mut read, mut fields, mut bytes) = (0, 0, 0);
         let mut current: Vec<u8> = Vec::new();
-        self.kv.scan(start, None, &mut |k, _| {
+        self.kv.scan(start, None, &mut |k, value| {
             let record = record_of(k);
             if read == 0 || record != current.as_slice() {
                 if read == records {
@@ -242,8 +251,10 @@ impl<K: KeyValue> RecordStore for KeyPerField<K> {
                 current.extend_from_slice(record);
             }
             fields += 1;
+            bytes += k.len() + value.len();
             true
         })?;
+        black_box(bytes);
         Ok((read, fields))
     }
 
@@ -286,9 +297,15 @@ impl RecordStore for CellarRow {
 
     /// The row's cells lent one by one (`visit_row`), as a reader that
     /// looks at each field and keeps none of the engine's handles would:
-    /// the record models likewise decode a borrowed value.
+    /// the record models likewise decode a borrowed value. Each cell's key
+    /// (row and column) and value lengths are read, as the models read theirs.
     fn read(&mut self, key: &[u8]) -> Result<usize> {
-        Ok(self.store.visit_row(FAMILY, key, |_| {})?)
+        let mut bytes = 0;
+        let fields = self.store.visit_row(FAMILY, key, |cell| {
+            bytes += cell.row.len() + cell.column.len() + cell.value.len();
+        })?;
+        black_box(bytes);
+        Ok(fields)
     }
 
     fn update(&mut self, key: &[u8], name: &[u8], value: &[u8]) -> Result<()> {
@@ -301,11 +318,15 @@ impl RecordStore for CellarRow {
             ..RowRange::default()
         }
         .limit(records);
-        let (mut read, mut fields) = (0, 0);
+        let (mut read, mut fields, mut bytes) = (0, 0, 0);
         let mut scan = self.store.scan(FAMILY, &range)?;
-        while scan.visit_row(|_| fields += 1)? {
+        while scan.visit_row(|cell| {
+            fields += 1;
+            bytes += cell.row.len() + cell.column.len() + cell.value.len();
+        })? {
             read += 1;
         }
+        black_box(bytes);
         Ok((read, fields))
     }
 
