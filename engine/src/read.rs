@@ -460,6 +460,9 @@ impl Snapshot {
         Ok(Scan {
             read,
             pending: None,
+            lent: None,
+            lent_column: Vec::new(),
+            lent_value: Vec::new(),
             remaining: rows.limit.unwrap_or(usize::MAX),
             returned: 0,
             last_width: 0,
@@ -548,11 +551,13 @@ struct RangeRead {
     /// cursor in `merge`. Both empty for a read built untraced.
     traces: Vec<SourceTrace>,
     cursor_of: Vec<Option<usize>>,
-    /// The row of the last cell returned (left empty by a read of one row:
-    /// its caller has the row), and the visibility rule's count of rows
-    /// started when it was returned: a cell starts a row when the count has
-    /// moved since (no key comparison needed).
-    row: Bytes,
+    /// The row of the last cell returned, unescaped (left empty by a read of
+    /// one row: its caller has the row), and the visibility rule's count of
+    /// rows started when it was returned: a cell starts a row when the count
+    /// has moved since (no key comparison needed). One buffer serves every
+    /// row: a visitor borrows it, and only a [`Row`] copies it out (a scan of
+    /// short rows would otherwise allocate and free once per row).
+    row: Vec<u8>,
     row_number: u64,
     /// Whether the visible entry the walk stands on (or the last cell
     /// returned) started a row, its timestamp, and where its escaped column
@@ -684,7 +689,7 @@ impl RangeRead {
             visibility,
             traces,
             cursor_of,
-            row: Bytes::new(),
+            row: Vec::new(),
             row_number: 0,
             new_row: false,
             timestamp: 0,
@@ -735,8 +740,11 @@ impl RangeRead {
                     self.row_number = self.visibility.rows_started();
                     if !self.one_row {
                         let row_prefix = self.visibility.row();
-                        self.row =
-                            key::unescaped(row_prefix.get(..row_prefix.len().saturating_sub(2)).unwrap_or_default());
+                        self.row.clear();
+                        key::unescape_into(
+                            row_prefix.get(..row_prefix.len().saturating_sub(2)).unwrap_or_default(),
+                            &mut self.row,
+                        );
                     }
                     self.column_at = 0;
                 }
@@ -888,8 +896,15 @@ impl Drop for RangeRead {
 /// An iterator over the rows of a scan. [`Scan::trace`] tells what it has cost so far.
 pub struct Scan {
     read: RangeRead,
-    /// The first cell of the next row, read while finishing the last one.
+    /// The first cell of the next row, read while finishing the last one:
+    /// as a [`Cell`] by the iterator; by [`Scan::visit_row`] as its
+    /// timestamp (`lent`) with its column and value copied into two buffers
+    /// the scan keeps. A copy of a short value costs less than the two
+    /// reference counts of a cell counted up and down once per row.
     pending: Option<Cell>,
+    lent: Option<u64>,
+    lent_column: Vec<u8>,
+    lent_value: Vec<u8>,
     remaining: usize,
     returned: u64,
     /// Cells in the last row returned.
@@ -914,8 +929,8 @@ impl Scan {
             return Ok(false);
         }
         let mut width = 0;
-        match self.pending.take() {
-            Some(first) => {
+        match (self.pending.take(), self.lent.take()) {
+            (Some(first), _) => {
                 visit(CellRef {
                     row: &self.read.row,
                     column: &first.column,
@@ -924,7 +939,16 @@ impl Scan {
                 });
                 width += 1;
             }
-            None => {
+            (None, Some(timestamp)) => {
+                visit(CellRef {
+                    row: &self.read.row,
+                    column: &self.lent_column,
+                    timestamp,
+                    value: &self.lent_value,
+                });
+                width += 1;
+            }
+            (None, None) => {
                 if !self.read.stop_at_visible()? {
                     return Ok(false);
                 }
@@ -932,12 +956,19 @@ impl Scan {
                 width += 1;
             }
         }
-        // The first cell of the next row is taken whole, as the iterator
+        // The first cell of the next row is read now, as the iterator
         // does (the walk moves past it the same way, so a trace counts the
-        // same entries either way), and lent from there next time.
+        // same entries either way), copied, and lent from the copy next time.
         while self.read.stop_at_visible()? {
             if self.read.new_row {
-                self.pending = Some(self.read.take_cell()?);
+                let (column, value, lent) = (&mut self.lent_column, &mut self.lent_value, &mut self.lent);
+                self.read.lend_cell(&mut |cell| {
+                    column.clear();
+                    column.extend_from_slice(cell.column);
+                    value.clear();
+                    value.extend_from_slice(cell.value);
+                    *lent = Some(cell.timestamp);
+                })?;
                 break;
             }
             self.read.lend_cell(&mut visit)?;
@@ -953,14 +984,21 @@ impl Scan {
         if self.remaining == 0 {
             return Ok(None);
         }
-        let first = match self.pending.take() {
-            Some(p) => p,
-            None => match self.read.next_cell()? {
+        let first = match (self.pending.take(), self.lent.take()) {
+            (Some(p), _) => p,
+            // After a visited row, its copy (two allocations, paid only by
+            // a caller that mixes the two ways of reading a scan).
+            (None, Some(timestamp)) => Cell {
+                column: Bytes::copy_from_slice(&self.lent_column),
+                timestamp,
+                value: Bytes::copy_from_slice(&self.lent_value),
+            },
+            (None, None) => match self.read.next_cell()? {
                 Some(c) => c,
                 None => return Ok(None),
             },
         };
-        let row_key = self.read.row.clone();
+        let row_key = Bytes::copy_from_slice(&self.read.row);
         // Rows of a family tend to have the same columns: room for as many
         // cells as the last row had saves growing the vector cell by cell.
         let mut cells = Vec::with_capacity(self.last_width.max(1));
@@ -1294,7 +1332,8 @@ mod tests {
         let first = scan.next().transpose()?.map(|r| r.key.to_vec());
         let mut second = Vec::new();
         let visited = scan.visit_row(|c| second.push(owned(c)))?;
-        let third = scan.next().transpose()?.map(|r| (r.key.to_vec(), r.cells.len()));
+        // The row after a visited one is built from the copy of its first cell.
+        let third = scan.next().transpose()?.map(|r| (r.key.to_vec(), r.cells));
         // r3 is deleted whole: nothing after r2.
         let done = (scan.visit_row(|_| {})?, scan.next().is_none());
         assert_eq!(first.as_deref(), Some(&b"r0"[..]));
@@ -1304,7 +1343,8 @@ mod tests {
             columns,
             [(&b"r1"[..], &b"a"[..]), (b"r1", b"b"), (b"r1", b"c"), (b"r1", b"z\0z")]
         );
-        assert_eq!(third, Some((b"r2".to_vec(), 3)));
+        assert_eq!(third, Some((b"r2".to_vec(), store.get_row("f", "r2")?)));
+        assert_eq!(third.map(|(_, cells)| cells.len()), Some(3));
         assert_eq!(done, (false, true));
         Ok(())
     }
