@@ -21,6 +21,9 @@ impl Inner {
         if let Job::Sync = job {
             return self.log_sync_loop();
         }
+        if let Job::Compaction = job {
+            lower_cpu_priority(self.options.compaction_nice);
+        }
         loop {
             {
                 let mut bg = self.background.lock();
@@ -131,3 +134,25 @@ impl Inner {
         }
     }
 }
+
+/// Lowers the calling thread's CPU priority to the nice value `nice` (at
+/// most 19, the lowest; 0 changes nothing). On Linux a nice value belongs
+/// to a thread, not to its process (`setpriority(2)` given a thread id), so
+/// only this thread yields. Lowering needs no privilege; if the call fails
+/// anyway, the thread keeps its priority, which costs latency, not
+/// correctness.
+#[cfg(target_os = "linux")]
+fn lower_cpu_priority(nice: u8) {
+    if nice == 0 {
+        return;
+    }
+    // SAFETY: neither call takes a pointer; each only reads or sets the
+    // calling thread's scheduling attributes.
+    unsafe {
+        let thread = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, thread as libc::id_t, i32::from(nice.min(19)));
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lower_cpu_priority(_nice: u8) {}
