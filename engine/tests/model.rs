@@ -31,13 +31,23 @@
 //! write order, and a snapshot's reads see the writes before its place).
 //! An alter changes only the compression of later tables.
 //!
+//! Every read is read every way the API offers, and the ways are compared
+//! with each other as well as with the model: `get` and `get_traced`;
+//! `get_row`, `visit_row`, `get_row_traced` and `slice_traced` of every column
+//! (the two traced reads are one read and report the same trace); `slice` and
+//! `slice_traced`; and each scan by its iterator, by `Scan::visit_row`, and by
+//! the two in turn, which all report the same trace at the end. The store is
+//! also opened read-only, beside the writer and with the writer closed, and
+//! every read of that is checked too.
+//!
 //! `PROPTEST_CASES` raises the number of cases (default 256).
 
 use std::collections::BTreeMap;
 use std::fmt::Display;
 
 use cellar_engine::{
-    Cell, ColumnRange, Compaction, Compression, FamilyOptions, Row, RowRange, Snapshot, Store, StoreOptions, WriteBatch,
+    Cell, CellRef, ColumnRange, Compaction, Compression, FamilyOptions, ReadOnlyStore, Row, RowRange, Scan, Snapshot,
+    Store, StoreOptions, Trace, WriteBatch,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -157,6 +167,9 @@ enum Op {
     WaitForBackgroundWork,
     /// Take a snapshot and check it, unchanged, after every later step.
     TakeSnapshot,
+    /// Open the store read-only and check every read of it: beside the
+    /// writer (false), or with the writer closed and opened again after (true).
+    ReadOnly(bool),
     /// `truncate_family`.
     Truncate(usize),
     /// `drop_family`, then `create_family` of the same name and options.
@@ -191,6 +204,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => Just(Op::Reopen),
         1 => Just(Op::WaitForBackgroundWork),
         1 => Just(Op::TakeSnapshot),
+        1 => any::<bool>().prop_map(Op::ReadOnly),
         1 => (0..FAMILIES.len()).prop_map(Op::Truncate),
         1 => (0..FAMILIES.len()).prop_map(Op::DropAndCreate),
         1 => (0..FAMILIES.len(), 0..COMPRESSIONS.len()).prop_map(|(f, c)| Op::Alter(f, c)),
@@ -387,10 +401,17 @@ trait Reads {
     fn read_row(&self, f: &str, r: &str) -> cellar_engine::Result<Vec<Cell>>;
     fn read_slice(&self, f: &str, r: &str, range: &ColumnRange) -> cellar_engine::Result<Vec<Cell>>;
     fn read_scan(&self, f: &str, range: &RowRange) -> cellar_engine::Result<Vec<Row>>;
+    fn read_visit_row(&self, f: &str, r: &str, visit: &mut dyn FnMut(CellRef<'_>)) -> cellar_engine::Result<usize>;
+    fn read_get_traced(&self, f: &str, r: &str, c: &str) -> cellar_engine::Result<(Option<Cell>, Trace)>;
+    fn read_row_traced(&self, f: &str, r: &str) -> cellar_engine::Result<(Vec<Cell>, Trace)>;
+    fn read_slice_traced(&self, f: &str, r: &str, range: &ColumnRange) -> cellar_engine::Result<(Vec<Cell>, Trace)>;
+    /// One snapshot for reads whose costs are compared: the store's own
+    /// reads each take a new one, and a flush may finish between two.
+    fn pinned(&self) -> Snapshot;
 }
 
 macro_rules! impl_reads {
-    ($t:ty) => {
+    ($t:ty, $pin:expr) => {
         impl Reads for $t {
             fn read_get(&self, f: &str, r: &str, c: &str) -> cellar_engine::Result<Option<Cell>> {
                 self.get(f, r, c)
@@ -407,11 +428,36 @@ macro_rules! impl_reads {
             fn read_scan(&self, f: &str, range: &RowRange) -> cellar_engine::Result<Vec<Row>> {
                 self.scan(f, range)?.collect()
             }
+            fn read_visit_row(
+                &self,
+                f: &str,
+                r: &str,
+                visit: &mut dyn FnMut(CellRef<'_>),
+            ) -> cellar_engine::Result<usize> {
+                self.visit_row(f, r, visit)
+            }
+            fn read_get_traced(&self, f: &str, r: &str, c: &str) -> cellar_engine::Result<(Option<Cell>, Trace)> {
+                self.get_traced(f, r, c)
+            }
+            fn read_row_traced(&self, f: &str, r: &str) -> cellar_engine::Result<(Vec<Cell>, Trace)> {
+                self.get_row_traced(f, r)
+            }
+            fn read_slice_traced(
+                &self,
+                f: &str,
+                r: &str,
+                range: &ColumnRange,
+            ) -> cellar_engine::Result<(Vec<Cell>, Trace)> {
+                self.slice_traced(f, r, range)
+            }
+            fn pinned(&self) -> Snapshot {
+                $pin(self)
+            }
         }
     };
 }
-impl_reads!(Store);
-impl_reads!(Snapshot);
+impl_reads!(Store, Store::snapshot);
+impl_reads!(Snapshot, Snapshot::clone);
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -482,6 +528,10 @@ fn check_cells(reader: &impl Reads, model: &Model, upto: u64, step: usize) -> Re
             for (c, column) in COLUMNS.iter().enumerate() {
                 let got = reader.read_get(family, row, column).map_err(fail)?;
                 let got = got.map(|c| (text(&c.column), c.timestamp, text(&c.value)));
+                let (traced, trace) = reader.read_get_traced(family, row, column).map_err(fail)?;
+                let traced = traced.map(|c| (text(&c.column), c.timestamp, text(&c.value)));
+                prop_assert_eq!(&traced, &got, "step {}: get_traced {}/{}/{}", step, family, row, column);
+                prop_assert_eq!(trace.entries_returned, u64::from(got.is_some()));
                 prop_assert_eq!(
                     got,
                     model.get(f, r, c, upto),
@@ -503,9 +553,157 @@ fn check_cells(reader: &impl Reads, model: &Model, upto: u64, step: usize) -> Re
                     column
                 );
             }
+            let want = model.row(f, r, upto);
             let got = cells(reader.read_row(family, row).map_err(fail)?);
-            prop_assert_eq!(got, model.row(f, r, upto), "step {}: get_row {}/{}", step, family, row);
+            prop_assert_eq!(&got, &want, "step {}: get_row {}/{}", step, family, row);
+            check_row_paths(reader, family, row, &want, step)?;
         }
+    }
+    Ok(())
+}
+
+/// The other ways to read a whole row: lent to a visitor, traced, and as a
+/// slice of every column, traced; all give `want`, and the two traced reads
+/// (one read, by the API) report the same cost.
+fn check_row_paths(
+    reader: &impl Reads,
+    family: &str,
+    row: &str,
+    want: &[Expected],
+    step: usize,
+) -> Result<(), TestCaseError> {
+    let mut lent = Vec::new();
+    let mut rows_lent = Vec::new();
+    let count = reader
+        .read_visit_row(family, row, &mut |c| {
+            rows_lent.push(text(c.row));
+            lent.push((text(c.column), c.timestamp, text(c.value)));
+        })
+        .map_err(fail)?;
+    prop_assert_eq!(count, lent.len(), "step {}: visit_row {}/{} count", step, family, row);
+    prop_assert_eq!(&lent, want, "step {}: visit_row {}/{}", step, family, row);
+    prop_assert!(
+        rows_lent.iter().all(|r| r == row),
+        "step {}: visit_row {}/{} lent rows {:?}",
+        step,
+        family,
+        row,
+        rows_lent
+    );
+    let (got, trace) = reader.read_row_traced(family, row).map_err(fail)?;
+    prop_assert_eq!(&cells(got), want, "step {}: get_row_traced {}/{}", step, family, row);
+    prop_assert_eq!(trace.entries_returned, want.len() as u64);
+    let snapshot = reader.pinned();
+    let (got, row_trace) = snapshot.get_row_traced(family, row).map_err(fail)?;
+    prop_assert_eq!(&cells(got), want, "step {}: get_row_traced {}/{}", step, family, row);
+    let (got, slice_trace) = snapshot.slice_traced(family, row, &ColumnRange::all()).map_err(fail)?;
+    prop_assert_eq!(&cells(got), want, "step {}: slice_traced all {}/{}", step, family, row);
+    same_cost(
+        &row_trace,
+        &slice_trace,
+        &format!("step {step}: get_row_traced {family}/{row}"),
+    )
+}
+
+/// Whether two traces of the same read report the same figures. A block a
+/// compressing family reads through the block cache is a hit or a miss
+/// depending on what the reads before it left there, so where either trace
+/// used the cache, only the figures the cache does not change are compared.
+fn same_cost(a: &Trace, b: &Trace, what: &str) -> Result<(), TestCaseError> {
+    let cached = |t: &Trace| t.cache_hits() + t.cache_misses() > 0;
+    if !cached(a) && !cached(b) {
+        prop_assert_eq!(a, b, "{}: traces differ", what);
+        return Ok(());
+    }
+    let strip = |t: &Trace| {
+        let mut t = t.clone();
+        for s in &mut t.sources {
+            (
+                s.data_bytes,
+                s.pages_touched,
+                s.decompressed_bytes,
+                s.cache_hits,
+                s.cache_misses,
+            ) = (0, 0, 0, 0, 0);
+        }
+        t
+    };
+    prop_assert_eq!(strip(a), strip(b), "{}: traces differ", what);
+    Ok(())
+}
+
+/// A scan's rows as compared, and each row's key as every cell lent it.
+type ScanRows = Vec<(String, Vec<Expected>)>;
+
+/// Reads a scan to its end: by its iterator, by [`Scan::visit_row`], or the
+/// two in turn (`alternate`, starting with a visit if `visit_first`); then
+/// checks that both ways agree the scan has ended.
+fn read_scan_by(scan: &mut Scan, visit_first: bool, alternate: bool) -> Result<ScanRows, TestCaseError> {
+    let mut out = Vec::new();
+    let mut visit = visit_first;
+    loop {
+        if visit {
+            let mut keys = Vec::new();
+            let mut row = Vec::new();
+            let more = scan
+                .visit_row(|c| {
+                    keys.push(text(c.row));
+                    row.push((text(c.column), c.timestamp, text(c.value)));
+                })
+                .map_err(fail)?;
+            if !more {
+                prop_assert!(row.is_empty(), "a scan with no row left lent cells");
+                break;
+            }
+            let key = keys.first().cloned().unwrap_or_default();
+            prop_assert!(
+                keys.iter().all(|k| *k == key),
+                "one row lent under several keys: {:?}",
+                keys
+            );
+            prop_assert!(!row.is_empty(), "a visited row {} had no cell", key);
+            out.push((key, row));
+        } else {
+            match scan.next() {
+                Some(row) => {
+                    let row = row.map_err(fail)?;
+                    out.push((text(&row.key), cells(row.cells)));
+                }
+                None => break,
+            }
+        }
+        visit = if alternate { !visit } else { visit };
+    }
+    prop_assert!(scan.next().is_none(), "the iterator went on after the end");
+    prop_assert!(
+        !scan.visit_row(|_| {}).map_err(fail)?,
+        "visit_row went on after the end"
+    );
+    Ok(out)
+}
+
+/// One scan read every way (iterator, visitor, the two alternating from
+/// either side): every way returns `want` and reports the same trace, as
+/// [`Scan::visit_row`] documents.
+fn check_scan_paths(
+    reader: &impl Reads,
+    family: &str,
+    range: &RowRange,
+    want: &ScanRows,
+    step: usize,
+) -> Result<(), TestCaseError> {
+    let snapshot = reader.pinned();
+    let mut iterated = snapshot.scan(family, range).map_err(fail)?;
+    let got = read_scan_by(&mut iterated, false, false)?;
+    prop_assert_eq!(&got, want, "step {}: scan {} {:?}", step, family, range);
+    let trace = iterated.trace();
+    prop_assert_eq!(trace.entries_returned, want.len() as u64);
+    for (visit_first, alternate) in [(true, false), (false, true), (true, true)] {
+        let mut scan = snapshot.scan(family, range).map_err(fail)?;
+        let got = read_scan_by(&mut scan, visit_first, alternate)?;
+        let how = format!("step {step}: scan {family} {range:?} (visit first {visit_first}, alternate {alternate})");
+        prop_assert_eq!(&got, want, "{}", how);
+        same_cost(&scan.trace(), &trace, &how)?;
     }
     Ok(())
 }
@@ -516,28 +714,27 @@ fn check_all(reader: &impl Reads, model: &Model, upto: u64, step: usize) -> Resu
     for (f, family) in FAMILIES.iter().enumerate() {
         for (r, row) in ROWS.iter().enumerate() {
             for range in column_ranges() {
+                let want = model.slice(f, r, &range, upto);
                 let got = cells(reader.read_slice(family, row, &range).map_err(fail)?);
+                prop_assert_eq!(&got, &want, "step {}: slice {}/{} {:?}", step, family, row, range);
+                let (got, trace) = reader.read_slice_traced(family, row, &range).map_err(fail)?;
                 prop_assert_eq!(
-                    got,
-                    model.slice(f, r, &range, upto),
-                    "step {}: slice {}/{} {:?}",
+                    &cells(got),
+                    &want,
+                    "step {}: slice_traced {}/{} {:?}",
                     step,
                     family,
                     row,
                     range
                 );
+                prop_assert_eq!(trace.entries_returned, want.len() as u64);
             }
         }
         for range in row_ranges() {
+            let want = model.scan(f, &range, upto);
             let got = rows(reader.read_scan(family, &range).map_err(fail)?);
-            prop_assert_eq!(
-                got,
-                model.scan(f, &range, upto),
-                "step {}: scan {} {:?}",
-                step,
-                family,
-                range
-            );
+            prop_assert_eq!(&got, &want, "step {}: scan {} {:?}", step, family, range);
+            check_scan_paths(reader, family, &range, &want, step)?;
         }
     }
     Ok(())
@@ -732,6 +929,17 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
                 store = Some(Store::open(dir.path(), store_options()).map_err(fail)?);
             }
             Op::WaitForBackgroundWork => s.wait_for_background_work().map_err(fail)?,
+            Op::ReadOnly(false) => {
+                let reader = ReadOnlyStore::open(dir.path()).map_err(fail)?;
+                check_all(&reader.snapshot(), &model, u64::MAX, step)?;
+            }
+            Op::ReadOnly(true) => {
+                held = None;
+                drop(store.take());
+                let reader = ReadOnlyStore::open(dir.path()).map_err(fail)?;
+                check_all(&reader.snapshot(), &model, u64::MAX, step)?;
+                store = Some(Store::open(dir.path(), store_options()).map_err(fail)?);
+            }
             Op::TakeSnapshot => held = Some((s.snapshot(), model.next_seq)),
             Op::Truncate(f) => {
                 s.truncate_family(FAMILIES[*f]).map_err(fail)?;
