@@ -1,11 +1,13 @@
 //! Model test over *byte* keys: rows and columns that are empty, hold zero
 //! bytes (the escape byte of the key encoding), `FF` bytes (the top of every
 //! prefix successor) and are prefixes of one another, with timestamps at both
-//! ends of `u64`. Every read (`get`, `versions`, `get_row`, `visit_row`,
-//! `slice` forward and reversed, `scan` and its `visit_row`, with byte bounds
-//! and prefixes) is checked against a `BTreeMap` of every write, on the store
-//! and on every snapshot taken so far, after flushes, size-tiered and leveled
-//! compactions, and reopens.
+//! ends of `u64`; one row and one column of the longest size allowed, and
+//! values many blocks long. Every read (`get`, `versions`, `get_row`,
+//! `visit_row`, `slice` forward and reversed, `scan` and its `visit_row`, with
+//! byte bounds and prefixes; rows and scans read every way the API offers,
+//! see `read_ways`) is checked against a `BTreeMap` of every write, on the
+//! store, on every snapshot taken so far and on read-only opens, after
+//! flushes, size-tiered and leveled compactions, and reopens.
 //!
 //! The visibility rules are those of `model.rs`: a deletion hides the
 //! versions older than itself by `(timestamp, sequence)`; two puts with the
@@ -20,18 +22,22 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Display;
+use std::sync::LazyLock;
 
 use cellar_engine::{
-    Cell, ColumnRange, Compaction, Compression, FamilyOptions, RowRange, Snapshot, Store, StoreOptions, WriteBatch,
+    Cell, ColumnRange, Compaction, Compression, FamilyOptions, ReadOnlyStore, RowRange, Snapshot, Store, StoreOptions,
+    WriteBatch, MAX_COLUMN_BYTES, MAX_ROW_BYTES,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
+mod read_ways;
+
 const FAMILIES: [&str; 3] = ["tiered", "leveled", "packed"];
 const MAX_VERSIONS: [u32; 3] = [2, 2, 1];
 
-const ROWS: [&[u8]; 12] = [
+const SHORT_ROWS: [&[u8]; 12] = [
     b"",
     b"\0",
     b"\0\0",
@@ -45,7 +51,37 @@ const ROWS: [&[u8]; 12] = [
     b"\xff\0",
     b"\xff\xff",
 ];
-const COLUMNS: [&[u8]; 7] = [b"", b"\0", b"\0\x01", b"c", b"c\0", b"c\xff", b"\xff"];
+const SHORT_COLUMNS: [&[u8]; 7] = [b"", b"\0", b"\0\x01", b"c", b"c\0", b"c\xff", b"\xff"];
+
+/// The rows: the short ones and one of the longest size allowed, of zero
+/// and FF bytes (escaped, its keys are half as long again), sorting between
+/// `a\0b` and `a\xff`; each of its keys fills a block of its own.
+static ROWS: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
+    let mut rows: Vec<Vec<u8>> = SHORT_ROWS.iter().map(|r| r.to_vec()).collect();
+    rows.push(longest(b"a\0\xff", MAX_ROW_BYTES));
+    rows
+});
+
+/// The columns: the short ones and one of the longest size allowed, sorting
+/// between `c\0` and `c\xff`.
+static COLUMNS: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
+    let mut columns: Vec<Vec<u8>> = SHORT_COLUMNS.iter().map(|c| c.to_vec()).collect();
+    columns.push(longest(b"c\0", MAX_COLUMN_BYTES));
+    columns
+});
+
+/// `pattern` repeated to exactly `len` bytes.
+fn longest(pattern: &[u8], len: usize) -> Vec<u8> {
+    pattern.iter().copied().cycle().take(len).collect()
+}
+
+/// A row or column for a failure message: a long one by its start and length.
+fn shown(bytes: &[u8]) -> String {
+    match bytes.len() {
+        0..=16 => format!("{bytes:?}"),
+        len => format!("{:?}.. ({len} bytes)", &bytes[..8]),
+    }
+}
 /// Bounds and prefixes of ranges: some are rows or columns, some fall between.
 const BOUNDS: [&[u8]; 12] = [
     b"",
@@ -125,6 +161,8 @@ enum Op {
     /// other block sizes and compression: files written one way are then
     /// compacted the other.
     Alter(usize, bool),
+    /// Open the store read-only beside the writer and check every read of it.
+    ReadOnly,
     /// Check one more slice of one row and one more scan, on the store and every snapshot.
     Ranges(usize, usize, Bounds, Bounds),
 }
@@ -168,6 +206,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => Just(Op::Reopen),
         1 => Just(Op::Wait),
         1 => Just(Op::TakeSnapshot),
+        1 => Just(Op::ReadOnly),
         1 => (0..FAMILIES.len(), any::<bool>()).prop_map(|(f, leveled)| Op::Alter(f, leveled)),
         2 => (0..FAMILIES.len(), 0..ROWS.len(), bounds_strategy(), bounds_strategy())
             .prop_map(|(f, r, a, b)| Op::Ranges(f, r, a, b)),
@@ -211,7 +250,7 @@ impl Model {
                 continue;
             }
             last_ts = Some(ts);
-            out.push((COLUMNS[c].to_vec(), ts, value.clone()));
+            out.push((COLUMNS[c].clone(), ts, value.clone()));
             if out.len() == MAX_VERSIONS[f] as usize {
                 break;
             }
@@ -248,7 +287,7 @@ impl Model {
 
     fn scan(&self, f: usize, range: &RowRange, upto: u64) -> Vec<(Vec<u8>, Vec<Expected>)> {
         let mut rows: Vec<(Vec<u8>, Vec<Expected>)> = (0..ROWS.len())
-            .map(|r| (ROWS[r].to_vec(), self.row(f, r, upto)))
+            .map(|r| (ROWS[r].clone(), self.row(f, r, upto)))
             .filter(|(key, cells)| {
                 !cells.is_empty()
                     && range.from.as_ref().is_none_or(|from| key.as_slice() >= from.as_ref())
@@ -377,43 +416,36 @@ fn check_snapshot(
                 prop_assert_eq!(
                     got,
                     model.get(f, r, c, upto),
-                    "step {}: get {} {:?} {:?}",
+                    "step {}: get {} {} {}",
                     step,
                     family,
-                    row,
-                    column
+                    shown(row),
+                    shown(column)
                 );
                 let got = expected(snap.versions(family, row, column).map_err(fail)?);
                 prop_assert_eq!(
                     got,
                     model.versions(f, r, c, upto),
-                    "step {}: versions {} {:?} {:?}",
+                    "step {}: versions {} {} {}",
                     step,
                     family,
-                    row,
-                    column
+                    shown(row),
+                    shown(column)
                 );
             }
             let want = model.row(f, r, upto);
-            let got = expected(snap.get_row(family, row).map_err(fail)?);
-            prop_assert_eq!(&got, &want, "step {}: get_row {} {:?}", step, family, row);
-            let mut lent = Vec::new();
-            let n = snap
-                .visit_row(family, row, |c| {
-                    lent.push((c.column.to_vec(), c.timestamp, c.value.to_vec()))
-                })
-                .map_err(fail)?;
-            prop_assert_eq!(n, lent.len());
-            prop_assert_eq!(&lent, &want, "step {}: visit_row {} {:?}", step, family, row);
+            let what = format!("step {step}: {family} {}", shown(row));
+            let got = read_ways::row_every_way(snap, family, row, &what)?;
+            prop_assert_eq!(&got, &want, "{} read every way", what);
             for range in fixed_column_ranges() {
                 let got = expected(snap.slice(family, row, &range).map_err(fail)?);
                 prop_assert_eq!(
                     got,
                     model.slice(f, r, &range, upto),
-                    "step {}: slice {} {:?} {:?}",
+                    "step {}: slice {} {} {:?}",
                     step,
                     family,
-                    row,
+                    shown(row),
                     range
                 );
             }
@@ -424,14 +456,14 @@ fn check_snapshot(
     }
     if let Some((f, r, columns, rows)) = extra {
         let range = column_range(columns);
-        let got = expected(snap.slice(FAMILIES[f], ROWS[r], &range).map_err(fail)?);
+        let got = expected(snap.slice(FAMILIES[f], &ROWS[r], &range).map_err(fail)?);
         prop_assert_eq!(
             got,
             model.slice(f, r, &range, upto),
-            "step {}: slice {} {:?} {:?}",
+            "step {}: slice {} {} {:?}",
             step,
             FAMILIES[f],
-            ROWS[r],
+            shown(&ROWS[r]),
             range
         );
         check_scan(snap, model, f, &row_range(rows), upto, step)?;
@@ -448,54 +480,35 @@ fn check_scan(
     step: usize,
 ) -> Result<(), TestCaseError> {
     let want = model.scan(f, range, upto);
-    let got: Vec<(Vec<u8>, Vec<Expected>)> = snap
-        .scan(FAMILIES[f], range)
-        .map_err(fail)?
-        .map(|row| row.map(|row| (row.key.to_vec(), expected(row.cells))))
-        .collect::<Result<_, _>>()
-        .map_err(fail)?;
-    prop_assert_eq!(&got, &want, "step {}: scan {} {:?}", step, FAMILIES[f], range);
-    // The same scan, lent row by row.
-    let mut scan = snap.scan(FAMILIES[f], range).map_err(fail)?;
-    let mut lent: Vec<(Vec<u8>, Vec<Expected>)> = Vec::new();
-    loop {
-        let mut cells = Vec::new();
-        let mut key = Vec::new();
-        let more = scan
-            .visit_row(|c| {
-                key = c.row.to_vec();
-                cells.push((c.column.to_vec(), c.timestamp, c.value.to_vec()));
+    let what = format!("step {step}: scan {} {range:?}", FAMILIES[f]);
+    let got = read_ways::scan_every_way(snap, FAMILIES[f], range, &what)?;
+    // (Rows compared by their shown form: a failure prints the longest row short.)
+    let show = |rows: &[read_ways::LentRow]| -> Vec<(String, Vec<(String, u64, usize)>)> {
+        rows.iter()
+            .map(|(key, cells)| {
+                let cells = cells.iter().map(|(c, ts, v)| (shown(c), *ts, v.len())).collect();
+                (shown(key), cells)
             })
-            .map_err(fail)?;
-        if !more {
-            break;
-        }
-        lent.push((key, cells));
-    }
-    prop_assert_eq!(
-        &lent,
-        &want,
-        "step {}: scan visit_row {} {:?}",
-        step,
-        FAMILIES[f],
-        range
-    );
+            .collect()
+    };
+    prop_assert!(got == want, "{}: got {:?}, want {:?}", what, show(&got), show(&want));
     Ok(())
 }
 
 fn value_of(seq: u64) -> Vec<u8> {
-    // Zero and FF bytes in values too, and a repeating part LZ4 compresses.
+    // Zero and FF bytes in values too, and a repeating part LZ4 compresses;
+    // every fifth value many blocks long (a value is stored whole in one block).
     let mut v = format!("v{seq}").into_bytes();
     v.extend_from_slice(b"\0\xff");
-    v.extend_from_slice(&b"cellar".repeat(3));
+    v.extend_from_slice(&b"cellar".repeat(if seq % 5 == 0 { 500 } else { 3 }));
     v
 }
 
 fn apply(batch: &mut WriteBatch, w: &Write, value: &[u8]) {
     match *w {
-        Write::Put { f, r, c, ts } => batch.put_at(FAMILIES[f], ROWS[r], COLUMNS[c], ts, value),
-        Write::Delete { f, r, c, ts } => batch.delete_at(FAMILIES[f], ROWS[r], COLUMNS[c], ts),
-        Write::DeleteRow { f, r, ts } => batch.delete_row_at(FAMILIES[f], ROWS[r], ts),
+        Write::Put { f, r, c, ts } => batch.put_at(FAMILIES[f], &ROWS[r], &COLUMNS[c], ts, value),
+        Write::Delete { f, r, c, ts } => batch.delete_at(FAMILIES[f], &ROWS[r], &COLUMNS[c], ts),
+        Write::DeleteRow { f, r, ts } => batch.delete_row_at(FAMILIES[f], &ROWS[r], ts),
     };
 }
 
@@ -512,9 +525,9 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 let w = model.settle(w, &[]);
                 let value = value_of(model.next_seq + 1);
                 match w {
-                    Write::Put { f, r, c, ts } => s.put_at(FAMILIES[f], ROWS[r], COLUMNS[c], ts, &value),
-                    Write::Delete { f, r, c, ts } => s.delete_at(FAMILIES[f], ROWS[r], COLUMNS[c], ts),
-                    Write::DeleteRow { f, r, ts } => s.delete_row_at(FAMILIES[f], ROWS[r], ts),
+                    Write::Put { f, r, c, ts } => s.put_at(FAMILIES[f], &ROWS[r], &COLUMNS[c], ts, &value),
+                    Write::Delete { f, r, c, ts } => s.delete_at(FAMILIES[f], &ROWS[r], &COLUMNS[c], ts),
+                    Write::DeleteRow { f, r, ts } => s.delete_row_at(FAMILIES[f], &ROWS[r], ts),
                 }
                 .map_err(fail)?;
                 model.record(&w, value);
@@ -572,6 +585,10 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                         .compression(Compression::Zstd { level: 1 })
                 };
                 s.alter_family(FAMILIES[*f], options).map_err(fail)?;
+            }
+            Op::ReadOnly => {
+                let reader = ReadOnlyStore::open(dir.path()).map_err(fail)?;
+                check_snapshot(&reader.snapshot(), &model, model.next_seq, None, step)?;
             }
             Op::Ranges(f, r, a, b) => extra = Some((*f, *r, a, b)),
         }

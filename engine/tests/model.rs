@@ -46,12 +46,14 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 
 use cellar_engine::{
-    Cell, CellRef, ColumnRange, Compaction, Compression, FamilyOptions, ReadOnlyStore, Row, RowRange, Scan, Snapshot,
-    Store, StoreOptions, Trace, WriteBatch,
+    Cell, ColumnRange, Compaction, Compression, FamilyOptions, ReadOnlyStore, Row, RowRange, Snapshot, Store,
+    StoreOptions, Trace, WriteBatch,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+
+mod read_ways;
 
 const FAMILIES: [&str; 5] = ["a", "b", "c", "d", "e"];
 const MAX_VERSIONS: [u32; 5] = [1, 2, 3, 2, 2];
@@ -401,9 +403,7 @@ trait Reads {
     fn read_row(&self, f: &str, r: &str) -> cellar_engine::Result<Vec<Cell>>;
     fn read_slice(&self, f: &str, r: &str, range: &ColumnRange) -> cellar_engine::Result<Vec<Cell>>;
     fn read_scan(&self, f: &str, range: &RowRange) -> cellar_engine::Result<Vec<Row>>;
-    fn read_visit_row(&self, f: &str, r: &str, visit: &mut dyn FnMut(CellRef<'_>)) -> cellar_engine::Result<usize>;
     fn read_get_traced(&self, f: &str, r: &str, c: &str) -> cellar_engine::Result<(Option<Cell>, Trace)>;
-    fn read_row_traced(&self, f: &str, r: &str) -> cellar_engine::Result<(Vec<Cell>, Trace)>;
     fn read_slice_traced(&self, f: &str, r: &str, range: &ColumnRange) -> cellar_engine::Result<(Vec<Cell>, Trace)>;
     /// One snapshot for reads whose costs are compared: the store's own
     /// reads each take a new one, and a flush may finish between two.
@@ -428,19 +428,8 @@ macro_rules! impl_reads {
             fn read_scan(&self, f: &str, range: &RowRange) -> cellar_engine::Result<Vec<Row>> {
                 self.scan(f, range)?.collect()
             }
-            fn read_visit_row(
-                &self,
-                f: &str,
-                r: &str,
-                visit: &mut dyn FnMut(CellRef<'_>),
-            ) -> cellar_engine::Result<usize> {
-                self.visit_row(f, r, visit)
-            }
             fn read_get_traced(&self, f: &str, r: &str, c: &str) -> cellar_engine::Result<(Option<Cell>, Trace)> {
                 self.get_traced(f, r, c)
-            }
-            fn read_row_traced(&self, f: &str, r: &str) -> cellar_engine::Result<(Vec<Cell>, Trace)> {
-                self.get_row_traced(f, r)
             }
             fn read_slice_traced(
                 &self,
@@ -556,156 +545,25 @@ fn check_cells(reader: &impl Reads, model: &Model, upto: u64, step: usize) -> Re
             let want = model.row(f, r, upto);
             let got = cells(reader.read_row(family, row).map_err(fail)?);
             prop_assert_eq!(&got, &want, "step {}: get_row {}/{}", step, family, row);
-            check_row_paths(reader, family, row, &want, step)?;
+            let what = format!("step {step}: {family}/{row}");
+            let got = texts(read_ways::row_every_way(
+                &reader.pinned(),
+                family,
+                row.as_bytes(),
+                &what,
+            )?);
+            prop_assert_eq!(&got, &want, "{} read every way", what);
         }
     }
     Ok(())
 }
 
-/// The other ways to read a whole row: lent to a visitor, traced, and as a
-/// slice of every column, traced; all give `want`, and the two traced reads
-/// (one read, by the API) report the same cost.
-fn check_row_paths(
-    reader: &impl Reads,
-    family: &str,
-    row: &str,
-    want: &[Expected],
-    step: usize,
-) -> Result<(), TestCaseError> {
-    let mut lent = Vec::new();
-    let mut rows_lent = Vec::new();
-    let count = reader
-        .read_visit_row(family, row, &mut |c| {
-            rows_lent.push(text(c.row));
-            lent.push((text(c.column), c.timestamp, text(c.value)));
-        })
-        .map_err(fail)?;
-    prop_assert_eq!(count, lent.len(), "step {}: visit_row {}/{} count", step, family, row);
-    prop_assert_eq!(&lent, want, "step {}: visit_row {}/{}", step, family, row);
-    prop_assert!(
-        rows_lent.iter().all(|r| r == row),
-        "step {}: visit_row {}/{} lent rows {:?}",
-        step,
-        family,
-        row,
-        rows_lent
-    );
-    let (got, trace) = reader.read_row_traced(family, row).map_err(fail)?;
-    prop_assert_eq!(&cells(got), want, "step {}: get_row_traced {}/{}", step, family, row);
-    prop_assert_eq!(trace.entries_returned, want.len() as u64);
-    let snapshot = reader.pinned();
-    let (got, row_trace) = snapshot.get_row_traced(family, row).map_err(fail)?;
-    prop_assert_eq!(&cells(got), want, "step {}: get_row_traced {}/{}", step, family, row);
-    let (got, slice_trace) = snapshot.slice_traced(family, row, &ColumnRange::all()).map_err(fail)?;
-    prop_assert_eq!(&cells(got), want, "step {}: slice_traced all {}/{}", step, family, row);
-    same_cost(
-        &row_trace,
-        &slice_trace,
-        &format!("step {step}: get_row_traced {family}/{row}"),
-    )
-}
-
-/// Whether two traces of the same read report the same figures. A block a
-/// compressing family reads through the block cache is a hit or a miss
-/// depending on what the reads before it left there, so where either trace
-/// used the cache, only the figures the cache does not change are compared.
-fn same_cost(a: &Trace, b: &Trace, what: &str) -> Result<(), TestCaseError> {
-    let cached = |t: &Trace| t.cache_hits() + t.cache_misses() > 0;
-    if !cached(a) && !cached(b) {
-        prop_assert_eq!(a, b, "{}: traces differ", what);
-        return Ok(());
-    }
-    let strip = |t: &Trace| {
-        let mut t = t.clone();
-        for s in &mut t.sources {
-            (
-                s.data_bytes,
-                s.pages_touched,
-                s.decompressed_bytes,
-                s.cache_hits,
-                s.cache_misses,
-            ) = (0, 0, 0, 0, 0);
-        }
-        t
-    };
-    prop_assert_eq!(strip(a), strip(b), "{}: traces differ", what);
-    Ok(())
-}
-
-/// A scan's rows as compared, and each row's key as every cell lent it.
-type ScanRows = Vec<(String, Vec<Expected>)>;
-
-/// Reads a scan to its end: by its iterator, by [`Scan::visit_row`], or the
-/// two in turn (`alternate`, starting with a visit if `visit_first`); then
-/// checks that both ways agree the scan has ended.
-fn read_scan_by(scan: &mut Scan, visit_first: bool, alternate: bool) -> Result<ScanRows, TestCaseError> {
-    let mut out = Vec::new();
-    let mut visit = visit_first;
-    loop {
-        if visit {
-            let mut keys = Vec::new();
-            let mut row = Vec::new();
-            let more = scan
-                .visit_row(|c| {
-                    keys.push(text(c.row));
-                    row.push((text(c.column), c.timestamp, text(c.value)));
-                })
-                .map_err(fail)?;
-            if !more {
-                prop_assert!(row.is_empty(), "a scan with no row left lent cells");
-                break;
-            }
-            let key = keys.first().cloned().unwrap_or_default();
-            prop_assert!(
-                keys.iter().all(|k| *k == key),
-                "one row lent under several keys: {:?}",
-                keys
-            );
-            prop_assert!(!row.is_empty(), "a visited row {} had no cell", key);
-            out.push((key, row));
-        } else {
-            match scan.next() {
-                Some(row) => {
-                    let row = row.map_err(fail)?;
-                    out.push((text(&row.key), cells(row.cells)));
-                }
-                None => break,
-            }
-        }
-        visit = if alternate { !visit } else { visit };
-    }
-    prop_assert!(scan.next().is_none(), "the iterator went on after the end");
-    prop_assert!(
-        !scan.visit_row(|_| {}).map_err(fail)?,
-        "visit_row went on after the end"
-    );
-    Ok(out)
-}
-
-/// One scan read every way (iterator, visitor, the two alternating from
-/// either side): every way returns `want` and reports the same trace, as
-/// [`Scan::visit_row`] documents.
-fn check_scan_paths(
-    reader: &impl Reads,
-    family: &str,
-    range: &RowRange,
-    want: &ScanRows,
-    step: usize,
-) -> Result<(), TestCaseError> {
-    let snapshot = reader.pinned();
-    let mut iterated = snapshot.scan(family, range).map_err(fail)?;
-    let got = read_scan_by(&mut iterated, false, false)?;
-    prop_assert_eq!(&got, want, "step {}: scan {} {:?}", step, family, range);
-    let trace = iterated.trace();
-    prop_assert_eq!(trace.entries_returned, want.len() as u64);
-    for (visit_first, alternate) in [(true, false), (false, true), (true, true)] {
-        let mut scan = snapshot.scan(family, range).map_err(fail)?;
-        let got = read_scan_by(&mut scan, visit_first, alternate)?;
-        let how = format!("step {step}: scan {family} {range:?} (visit first {visit_first}, alternate {alternate})");
-        prop_assert_eq!(&got, want, "{}", how);
-        same_cost(&scan.trace(), &trace, &how)?;
-    }
-    Ok(())
+/// A row's cells or a scan's rows read every way ([`read_ways`]), as compared here.
+fn texts(cells: Vec<read_ways::Lent>) -> Vec<Expected> {
+    cells
+        .into_iter()
+        .map(|(column, ts, value)| (text(&column), ts, text(&value)))
+        .collect()
 }
 
 /// Every read of the full check, against the model as of sequence `upto`.
@@ -734,7 +592,12 @@ fn check_all(reader: &impl Reads, model: &Model, upto: u64, step: usize) -> Resu
             let want = model.scan(f, &range, upto);
             let got = rows(reader.read_scan(family, &range).map_err(fail)?);
             prop_assert_eq!(&got, &want, "step {}: scan {} {:?}", step, family, range);
-            check_scan_paths(reader, family, &range, &want, step)?;
+            let what = format!("step {step}: scan {family} {range:?}");
+            let got: Vec<(String, Vec<Expected>)> = read_ways::scan_every_way(&reader.pinned(), family, &range, &what)?
+                .into_iter()
+                .map(|(key, cells)| (text(&key), texts(cells)))
+                .collect();
+            prop_assert_eq!(&got, &want, "{} read every way", what);
         }
     }
     Ok(())
