@@ -109,6 +109,50 @@ fn a_read_only_open_reads_beside_a_writer_that_holds_the_lock() -> TestResult {
     Ok(())
 }
 
+/// The reads that walk whole table files (statistics, the deletions `cellar
+/// export` writes) read a table the writer has deleted since the open as
+/// every other read does: from the reader's map of it, which outlives the
+/// unlink. They used to open the file again by its name, and failed with
+/// "No such file or directory" once the writer had compacted (or renamed a
+/// table the open had found under its pending name).
+#[test]
+fn whole_file_reads_of_a_read_only_open_survive_the_writer_deleting_its_tables() -> TestResult {
+    let _no_children = no_children();
+    let dir = store_with_a_log()?;
+    let writer = Store::open(dir.path(), options())?;
+    writer.delete_at("f", "r03", "c", 2)?;
+    writer.delete_row_at("f", "r04", 2)?;
+    writer.flush()?;
+    let reader = ReadOnlyStore::open(dir.path())?;
+    let snapshot = reader.snapshot();
+    let tables = reader.tables().len();
+    assert!(tables >= 2, "{tables} tables");
+    let live = reader.stats()?.families[0].live_entries;
+    let deletions = |snapshot| -> Result<Vec<(String, bool, u64)>, Box<dyn StdError>> {
+        let deletions = cellar_engine::inspect::deletions(snapshot, "f")?;
+        Ok(deletions
+            .iter()
+            .map(|d| {
+                (
+                    String::from_utf8_lossy(&d.row).into_owned(),
+                    d.column.is_some(),
+                    d.timestamp,
+                )
+            })
+            .collect())
+    };
+    let expected = vec![("r03".to_string(), true, 2), ("r04".to_string(), false, 2)];
+    assert_eq!(deletions(&snapshot)?, expected);
+    // The writer merges every table into one and deletes the others.
+    writer.compact("f")?;
+    writer.wait_for_background_work()?;
+    assert_eq!(writer.tables().len(), 1);
+    assert_eq!(reader.stats()?.families[0].live_entries, live);
+    assert_eq!(reader.stats()?.families[0].table_files, tables as u64);
+    assert_eq!(deletions(&snapshot)?, expected);
+    Ok(())
+}
+
 #[test]
 fn a_read_only_open_reads_a_copy_that_cannot_be_written() -> TestResult {
     let _children = no_children();

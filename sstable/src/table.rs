@@ -260,8 +260,19 @@ impl Table {
     /// system's page cache but never become resident pages of this process,
     /// so merging large files does not grow the process's memory.
     /// Blocks are counted and checksummed exactly as [`Table::iter`]'s are.
+    ///
+    /// The file is opened again by its name. A file no longer under that
+    /// name (deleted or renamed since the table was opened: a read-only open
+    /// of a store whose writer has since compacted the file away, or given a
+    /// pending file its final name) is read through the map instead, which
+    /// still holds every byte (unlinking or renaming a file keeps a mapping
+    /// of it valid): the walk costs resident pages then, not an error.
     pub fn iter_unmapped(self: &Arc<Self>) -> Result<TableIter> {
-        let file = File::open(&*self.path).map_err(io_error(&self.path))?;
+        let file = match File::open(&*self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(self.iter()),
+            Err(e) => return Err(io_error(&self.path)(e)),
+        };
         let mut iter = self.iter();
         iter.file = Some(Unmapped {
             file,
@@ -1078,6 +1089,27 @@ mod tests {
             unmapped.next()?;
         }
         assert!(!unmapped.valid());
+        assert_eq!(mapped.cost(), unmapped.cost());
+        Ok(())
+    }
+
+    #[test]
+    fn an_unmapped_iterator_of_a_file_deleted_since_it_was_opened_reads_the_map() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let (path, table) = paged_table(&dir)?;
+        std::fs::remove_file(&path)?;
+        let (mut mapped, mut unmapped) = (table.iter(), table.iter_unmapped()?);
+        mapped.seek_to_first()?;
+        unmapped.seek_to_first()?;
+        let mut entries = 0;
+        while mapped.valid() {
+            assert_eq!((mapped.key(), mapped.value()), (unmapped.key(), unmapped.value()));
+            mapped.next()?;
+            unmapped.next()?;
+            entries += 1;
+        }
+        assert!(!unmapped.valid());
+        assert!(entries > 0);
         assert_eq!(mapped.cost(), unmapped.cost());
         Ok(())
     }
