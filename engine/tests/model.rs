@@ -690,6 +690,27 @@ fn check_deletions(snapshot: &Snapshot, model: &Model, upto: u64, step: usize) -
     Ok(())
 }
 
+/// The live entries the statistics count in each family: every version a
+/// reader sees, up to `max_versions` of each cell (`Stats` counts the
+/// entries the visibility rule calls visible).
+fn check_live(stats: &cellar_engine::Stats, model: &Model, step: usize) -> Result<(), TestCaseError> {
+    for (f, family) in FAMILIES.iter().enumerate() {
+        let counted = stats
+            .families
+            .iter()
+            .find(|s| s.name == *family)
+            .map(|s| s.live_entries);
+        let mut live = 0;
+        for r in 0..ROWS.len() {
+            for c in 0..COLUMNS.len() {
+                live += model.versions(f, r, c, u64::MAX).len() as u64;
+            }
+        }
+        prop_assert_eq!(counted, Some(live), "step {}: live entries of {}", step, family);
+    }
+    Ok(())
+}
+
 // ------------------------------------------------------------------- the test
 
 /// The value written with sequence number `seq`: unique, and long enough,
@@ -871,6 +892,7 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
             Op::ReadOnly(false) => {
                 let reader = ReadOnlyStore::open(dir.path()).map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
                 check_all(&reader.snapshot(), &model, u64::MAX, step)?;
+                check_live(&reader.stats().map_err(fail)?, &model, step)?;
             }
             Op::ReadOnly(true) => {
                 held = None;
@@ -907,6 +929,7 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
         }
         let s = store.as_ref().ok_or_else(|| fail("no store"))?;
         check_all(s, &model, u64::MAX, step)?;
+        check_live(&s.stats().map_err(fail)?, &model, step)?;
         if let Some((snapshot, upto)) = &held {
             check_snapshot(snapshot, &model, *upto, step)?;
         }

@@ -6,8 +6,8 @@
 //! `get_row_traced` and `slice_traced` of every column, which are one read
 //! and so report one trace. A scan: its iterator, `Scan::visit_row`, and the
 //! two in turn starting with either; `Scan::visit_row` counts a row as the
-//! iterator does, so all four report the same trace at the end, and all
-//! agree when the scan has ended.
+//! iterator does, so all four report the same trace after every row and at
+//! the end, and all agree when the scan has ended.
 
 use cellar_engine::{ColumnRange, RowRange, Scan, Snapshot, Trace};
 use proptest::prelude::*;
@@ -97,9 +97,15 @@ pub fn row_every_way(snapshot: &Snapshot, family: &str, row: &[u8], what: &str) 
 
 /// Reads a scan to its end: by its iterator, by [`Scan::visit_row`], or the
 /// two in turn (`alternate`, starting with a visit if `visit_first`); then
-/// checks that both ways agree the scan has ended.
-fn read_scan_by(scan: &mut Scan, visit_first: bool, alternate: bool) -> Result<Vec<LentRow>, TestCaseError> {
+/// checks that both ways agree the scan has ended. Returns the rows, and the
+/// scan's trace after each row and at the end.
+fn read_scan_by(
+    scan: &mut Scan,
+    visit_first: bool,
+    alternate: bool,
+) -> Result<(Vec<LentRow>, Vec<Trace>), TestCaseError> {
     let mut out = Vec::new();
+    let mut traces = Vec::new();
     let mut visit = visit_first;
     loop {
         if visit {
@@ -132,6 +138,7 @@ fn read_scan_by(scan: &mut Scan, visit_first: bool, alternate: bool) -> Result<V
                 None => break,
             }
         }
+        traces.push(scan.trace());
         visit = if alternate { !visit } else { visit };
     }
     prop_assert!(scan.next().is_none(), "the iterator went on after the end");
@@ -139,7 +146,8 @@ fn read_scan_by(scan: &mut Scan, visit_first: bool, alternate: bool) -> Result<V
         !scan.visit_row(|_| {}).map_err(fail)?,
         "visit_row went on after the end"
     );
-    Ok(out)
+    traces.push(scan.trace());
+    Ok((out, traces))
 }
 
 /// A scan read every way on `snapshot`; every way returns the same rows and
@@ -151,15 +159,19 @@ pub fn scan_every_way(
     what: &str,
 ) -> Result<Vec<LentRow>, TestCaseError> {
     let mut iterated = snapshot.scan(family, range).map_err(fail)?;
-    let rows = read_scan_by(&mut iterated, false, false)?;
-    let trace = iterated.trace();
-    prop_assert_eq!(trace.entries_returned, rows.len() as u64, "{}: rows returned", what);
+    let (rows, traces) = read_scan_by(&mut iterated, false, false)?;
+    let returned: Vec<u64> = traces.iter().map(|t| t.entries_returned).collect();
+    let counted: Vec<u64> = (1..=rows.len() as u64).chain([rows.len() as u64]).collect();
+    prop_assert_eq!(returned, counted, "{}: rows returned", what);
     for (visit_first, alternate) in [(true, false), (false, true), (true, true)] {
         let mut scan = snapshot.scan(family, range).map_err(fail)?;
-        let got = read_scan_by(&mut scan, visit_first, alternate)?;
+        let (got, got_traces) = read_scan_by(&mut scan, visit_first, alternate)?;
         let how = format!("{what} (visit first {visit_first}, alternate {alternate})");
         prop_assert_eq!(&got, &rows, "{}: against the iterator", how);
-        same_cost(&scan.trace(), &trace, &how)?;
+        // The same cost after every row, not only at the end.
+        for (row, (a, b)) in got_traces.iter().zip(&traces).enumerate() {
+            same_cost(a, b, &format!("{how}, after row {row}"))?;
+        }
     }
     Ok(rows)
 }
