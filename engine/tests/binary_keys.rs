@@ -471,6 +471,19 @@ fn check_snapshot(
     Ok(())
 }
 
+/// A scan's rows as a failure message shows them: rows and columns by
+/// [`shown`], values by their length.
+type ShownRow = (String, Vec<(String, u64, usize)>);
+
+fn shown_rows(rows: &[read_ways::LentRow]) -> Vec<ShownRow> {
+    rows.iter()
+        .map(|(key, cells)| {
+            let cells = cells.iter().map(|(c, ts, v)| (shown(c), *ts, v.len())).collect();
+            (shown(key), cells)
+        })
+        .collect()
+}
+
 fn check_scan(
     snap: &Snapshot,
     model: &Model,
@@ -482,16 +495,13 @@ fn check_scan(
     let want = model.scan(f, range, upto);
     let what = format!("step {step}: scan {} {range:?}", FAMILIES[f]);
     let got = read_ways::scan_every_way(snap, FAMILIES[f], range, &what)?;
-    // (Rows compared by their shown form: a failure prints the longest row short.)
-    let show = |rows: &[read_ways::LentRow]| -> Vec<(String, Vec<(String, u64, usize)>)> {
-        rows.iter()
-            .map(|(key, cells)| {
-                let cells = cells.iter().map(|(c, ts, v)| (shown(c), *ts, v.len())).collect();
-                (shown(key), cells)
-            })
-            .collect()
-    };
-    prop_assert!(got == want, "{}: got {:?}, want {:?}", what, show(&got), show(&want));
+    prop_assert!(
+        got == want,
+        "{}: got {:?}, want {:?}",
+        what,
+        shown_rows(&got),
+        shown_rows(&want)
+    );
     Ok(())
 }
 
@@ -500,7 +510,7 @@ fn value_of(seq: u64) -> Vec<u8> {
     // every fifth value many blocks long (a value is stored whole in one block).
     let mut v = format!("v{seq}").into_bytes();
     v.extend_from_slice(b"\0\xff");
-    v.extend_from_slice(&b"cellar".repeat(if seq % 5 == 0 { 500 } else { 3 }));
+    v.extend_from_slice(&b"cellar".repeat(if seq.is_multiple_of(5) { 500 } else { 3 }));
     v
 }
 
