@@ -11,6 +11,10 @@
 //! reader's manifest still needs, is the unit test
 //! `a_read_only_open_racing_a_flush_that_deletes_its_log_segment_retries`.)
 //!
+//! Every read of the view works, the ones that walk whole table files
+//! (statistics, the deletions an export writes) too, whatever the writer
+//! deleted or renamed since the open.
+//!
 //! And an open beside such a writer succeeds. It once read the manifest,
 //! then listed and read the log; a writer that flushed more often than an
 //! attempt takes deleted a needed segment in that gap during every attempt,
@@ -112,6 +116,13 @@ fn open_beside_a_writer(total: u64) -> Opens {
         if last {
             assert_eq!(seen, total);
         }
+        // The reads that walk whole files (statistics; the deletions an
+        // export writes) read the same view, though the writer has since
+        // compacted some of its tables away or renamed the pending ones.
+        let live = reader.stats().unwrap().families[0].live_entries;
+        assert_eq!(live, seen, "the statistics count the rows the scan saw");
+        let deletions = cellar_engine::inspect::deletions(&reader.snapshot(), "f").unwrap();
+        assert!(deletions.is_empty(), "{deletions:?}");
         opens.whole += 1;
     }
     writer.join().unwrap().unwrap();
