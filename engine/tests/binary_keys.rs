@@ -619,3 +619,49 @@ proptest! {
         run(&ops)?;
     }
 }
+
+/// A value of the largest size allowed, under the longest row and column,
+/// in a family that compresses: read back whole by every read (point,
+/// versions, row, slice, scan, each visitor) from the memtable, from a
+/// table file and after a compaction.
+#[test]
+fn a_value_of_the_largest_size_reads_back_every_way() -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().map_err(fail)?;
+    let store = Store::open(dir.path(), store_options()).map_err(fail)?;
+    let (row, column) = (&ROWS[ROWS.len() - 1], &COLUMNS[COLUMNS.len() - 1]);
+    let value = longest(b"value\0\xff", cellar_engine::MAX_VALUE_BYTES);
+    for family in FAMILIES {
+        store.put_at(family, row, column, 7, &value).map_err(fail)?;
+        store.put_at(family, b"a", b"c", 1, b"small").map_err(fail)?;
+    }
+    let want = vec![(column.clone(), 7, value.clone())];
+    for stage in ["memtable", "table", "compacted"] {
+        match stage {
+            "table" => store.flush().map_err(fail)?,
+            "compacted" => {
+                for family in FAMILIES {
+                    store.compact(family).map_err(fail)?;
+                }
+            }
+            _ => {}
+        }
+        let snapshot = store.snapshot();
+        for family in FAMILIES {
+            let what = format!("{stage}: {family}");
+            let got = snapshot.get(family, row, column).map_err(fail)?;
+            let got = got.map(|c| (c.column.to_vec(), c.timestamp, c.value.to_vec()));
+            prop_assert!(got.as_ref() == want.first(), "{}: get", what);
+            prop_assert!(expected(snapshot.versions(family, row, column).map_err(fail)?) == want);
+            prop_assert!(
+                read_ways::row_every_way(&snapshot, family, row, &what)? == want,
+                "{}",
+                what
+            );
+            let slice = ColumnRange::starting_at(b"c\0");
+            prop_assert!(expected(snapshot.slice(family, row, &slice).map_err(fail)?) == want);
+            let rows = read_ways::scan_every_way(&snapshot, family, &RowRange::prefix(b"a\0"), &what)?;
+            prop_assert!(rows == vec![(row.clone(), want.clone())], "{}: scan", what);
+        }
+    }
+    Ok(())
+}
