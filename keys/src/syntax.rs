@@ -372,6 +372,11 @@ impl fmt::Display for Part {
 }
 
 impl fmt::Display for KeyDesign {
+    /// The parts in key syntax, with `|` after the partition key when the
+    /// design says where it ends. The bar is written even after the last
+    /// part: without it, [`parse`] would read "the first value part" as the
+    /// partition key, and a design kept as text (a table's catalog keeps
+    /// its layouts so) would come back cut in another place.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let bar = self.partition_parts.map(|_| self.partition_len());
         for (i, part) in self.parts.iter().enumerate() {
@@ -379,7 +384,7 @@ impl fmt::Display for KeyDesign {
                 f.write_str(" ")?;
             }
             write!(f, "{part}")?;
-            if bar == Some(i + 1) && i + 1 < self.parts.len() {
+            if bar == Some(i + 1) {
                 f.write_str(" |")?;
             }
         }

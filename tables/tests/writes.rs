@@ -185,6 +185,33 @@ fn a_table_reopens_from_its_catalog_and_cannot_be_opened_twice() -> Result {
     Ok(())
 }
 
+/// A layout whose partition key is its whole key (`|` after the last part)
+/// keeps every line of an order in one row with an empty column. The catalog
+/// stores the key as text; read back, it must cut the key in the same place,
+/// or the reopened table looks for its records in other cells.
+#[test]
+fn a_layout_whose_partition_is_its_whole_key_reopens_with_the_same_cut() -> Result {
+    let dir = tempfile::tempdir()?;
+    let schema = Schema::new("items")
+        .int("order_id")
+        .int("line")
+        .int("sku")
+        .primary_key(&["order_id", "line"])
+        .source_of_truth(LayoutSpec::new("items", "pad(order_id,10) pad(line,3) |"));
+    let item = Record::new().with("order_id", 7).with("line", 1).with("sku", 300);
+    let item_key = Record::new().with("order_id", 7).with("line", 1);
+    let definition = {
+        let table = Table::create(open_store(dir.path())?, &schema, TableOptions::default())?;
+        table.insert(&item)?;
+        table.definition()
+    };
+    let table = Table::open(open_store(dir.path())?, "items", TableOptions::default())?;
+    assert_eq!(*table.definition(), *definition);
+    assert_eq!(table.get(&item_key)?, Some(item.clone()));
+    assert!(matches!(table.insert(&item), Err(Error::Exists { .. })));
+    Ok(())
+}
+
 #[test]
 fn verify_finds_a_copy_left_behind_a_missing_copy_and_a_stale_one() -> Result {
     let dir = tempfile::tempdir()?;
