@@ -280,3 +280,32 @@ fn a_day_partition_fans_out_over_exactly_the_days_a_range_needs() -> Result<(), 
     assert_eq!(plan(&design, &year, true, "order_id")?.kind, PlanKind::FullScan);
     Ok(())
 }
+
+/// A salt of four billion buckets is a full scan: the planner counts the
+/// scans a fan-out would make before it lists them, so a read that does not
+/// name the salted field costs no memory for buckets it will never visit.
+#[test]
+fn a_salt_with_more_buckets_than_a_fan_out_allows_is_refused_before_its_buckets_are_listed() -> Result<(), Error> {
+    use cellar_keys::planner::{Query, TimePredicate};
+    let minute = Query {
+        name: "everything in one minute".into(),
+        equals: Vec::new(),
+        time: TimePredicate::Between(1_706_616_000_000, 1_706_616_060_000),
+        newest_first: false,
+        limit: None,
+    };
+    for key in [
+        r##"salt(customer,4294967295) "#" ts(ms) "#" field(order_id)"##,
+        r##"rr(4294967295) "#" ts(ms) "#" field(order_id)"##,
+        r##"salt(customer,257) "#" ts(ms) "#" field(order_id)"##,
+    ] {
+        for hashed in [false, true] {
+            let p = plan(&parse(key)?, &minute, hashed, "order_id")?;
+            assert_eq!(p.kind, PlanKind::FullScan, "{key}");
+        }
+    }
+    // At the limit it still fans out, one scan per bucket.
+    let p = plan(&parse(r##"salt(customer,256) "#" ts(ms) "#" field(order_id)"##)?, &minute, false, "order_id")?;
+    assert_eq!((p.kind, p.ranges.len()), (PlanKind::FanOut, 256));
+    Ok(())
+}

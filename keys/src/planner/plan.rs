@@ -230,14 +230,10 @@ impl Walk {
                     self.narrowed = true;
                     Step::Fixed
                 }
-                None => {
-                    let values: Vec<Vec<u8>> = (0..*buckets).map(|b| Part::bucket_bytes(*buckets, b)).collect();
-                    fixed(self.fan_out(&values, part))
-                }
+                None => fixed(self.fan_out_over(u64::from(*buckets), |b| Part::bucket_bytes(*buckets, b as u32), part)),
             },
             Part::RoundRobin { buckets } => {
-                let values: Vec<Vec<u8>> = (0..*buckets).map(|b| Part::bucket_bytes(*buckets, b)).collect();
-                fixed(self.fan_out(&values, part))
+                fixed(self.fan_out_over(u64::from(*buckets), |b| Part::bucket_bytes(*buckets, b as u32), part))
             }
             Part::HashPrefix { field, digits } => match query.value_of(field) {
                 Some(v) => {
@@ -247,18 +243,29 @@ impl Walk {
                     Step::Fixed
                 }
                 None => {
-                    let space = 16usize.checked_pow(u32::from(*digits)).unwrap_or(usize::MAX);
-                    if space > MAX_FAN_OUT {
-                        Step::Stop
-                    } else {
-                        let values: Vec<Vec<u8>> = (0..space)
-                            .map(|h| format!("{h:0w$x}", w = usize::from(*digits)).into_bytes())
-                            .collect();
-                        fixed(self.fan_out(&values, part))
-                    }
+                    let space = 16u64.checked_pow(u32::from(*digits)).unwrap_or(u64::MAX);
+                    let hex = |h: u64| format!("{h:0w$x}", w = usize::from(*digits)).into_bytes();
+                    fixed(self.fan_out_over(space, hex, part))
                 }
             },
         })
+    }
+
+    /// Whether multiplying the prefixes by `count` values stays within
+    /// [`MAX_FAN_OUT`] scans.
+    fn fan_out_fits(&self, count: u64) -> bool {
+        (self.prefixes.len() as u64).saturating_mul(count) <= MAX_FAN_OUT as u64
+    }
+
+    /// [`Walk::fan_out`] over the `count` values `value(0)`, `value(1)`...,
+    /// counted before they are listed: a salt of four billion buckets is
+    /// refused without four billion keys in memory.
+    fn fan_out_over(&mut self, count: u64, value: impl Fn(u64) -> Vec<u8>, part: &Part) -> bool {
+        if !self.fan_out_fits(count) {
+            return false;
+        }
+        let values: Vec<Vec<u8>> = (0..count).map(value).collect();
+        self.fan_out(&values, part)
     }
 
     fn push(&mut self, bytes: &[u8]) {
@@ -269,7 +276,7 @@ impl Walk {
 
     /// Multiplies the prefixes by the bucket values; false if too many.
     fn fan_out(&mut self, values: &[Vec<u8>], part: &Part) -> bool {
-        if self.prefixes.len() * values.len() > MAX_FAN_OUT {
+        if !self.fan_out_fits(values.len() as u64) {
             return false;
         }
         self.prefixes = self
