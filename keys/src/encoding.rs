@@ -24,6 +24,11 @@ pub const HOUR_MS: u64 = 3_600_000;
 /// Milliseconds in a day, the width of a day bucket.
 pub const DAY_MS: u64 = 24 * HOUR_MS;
 
+/// The last millisecond of the year 9999 (UTC): the last time an hour, day
+/// or month bucket can name with its four-digit year. A later year would
+/// write a fifth digit, and `100000101` sorts before `99991231`.
+pub const LAST_BUCKET_MS: u64 = 253_402_300_799_999;
+
 /// A long as HBase's `Bytes.toBytes(long)` writes it: 8 bytes, big-endian,
 /// two's complement. Negative numbers sort *after* positive ones.
 ///

@@ -127,8 +127,31 @@ impl TimeForm {
         }
     }
 
-    /// The bytes of a timestamp in this form.
+    /// The last millisecond this form can write: 13 digits end in 2286, a
+    /// bucket's four-digit year in 9999 ([`encoding::LAST_BUCKET_MS`]); the
+    /// other forms take every `u64`.
+    pub fn last_ms(self) -> u64 {
+        match self {
+            TimeForm::Millis13 => 9_999_999_999_999,
+            TimeForm::HourBucket | TimeForm::DayBucket | TimeForm::MonthBucket => encoding::LAST_BUCKET_MS,
+            TimeForm::Bytes8 | TimeForm::Reversed8 | TimeForm::Reversed19 => u64::MAX,
+        }
+    }
+
+    /// The bytes of a timestamp in this form; a time past
+    /// [`TimeForm::last_ms`] is refused, not written wider than the form.
     pub fn encode(self, ts: u64) -> Result<Vec<u8>> {
+        if ts > self.last_ms() {
+            return Err(Error::Encode {
+                value: ts.to_string(),
+                encoding: Part::Timestamp(self).to_string(),
+                why: if self.is_bucket() {
+                    "it is past the year 9999, and a bucket's year has four digits".into()
+                } else {
+                    "needs more than 13 digits".into()
+                },
+            });
+        }
         Ok(match self {
             TimeForm::Millis13 => encoding::millis13(ts).ok_or_else(|| Error::Encode {
                 value: ts.to_string(),

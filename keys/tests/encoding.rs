@@ -138,3 +138,37 @@ fn buckets_at_the_end_of_u64_time_end_there() {
         assert_eq!(buckets, form.encode(u64::MAX - 5).ok().map(|b| vec![b]), "{form:?}");
     }
 }
+
+/// A time form writes as many bytes as `Part::fixed_width` promises for
+/// every time up to its last, and refuses the times after it: the year
+/// 10000 would be a fifth digit of a bucket (`100000101` sorts before
+/// `99991231`), 10^13 ms a fourteenth digit of `ts(ms)`.
+#[test]
+fn time_forms_keep_their_width_to_their_last_time_and_refuse_what_follows() {
+    use cellar_keys::key::{Part, TimeForm};
+    use cellar_keys::Error;
+    let forms = [
+        TimeForm::Millis13,
+        TimeForm::Bytes8,
+        TimeForm::Reversed8,
+        TimeForm::Reversed19,
+        TimeForm::HourBucket,
+        TimeForm::DayBucket,
+        TimeForm::MonthBucket,
+    ];
+    for form in forms {
+        let width = Part::Timestamp(form).fixed_width();
+        let last = form.last_ms();
+        for ts in [0, 1_704_067_200_000, last / 2, last - 1, last] {
+            let bytes = form.encode(ts).map_err(|e| format!("{form:?} {ts}: {e}"));
+            assert_eq!(bytes.map(|b| b.len()), Ok(width.unwrap_or(0)), "{form:?} {ts}");
+        }
+        if let Some(after) = last.checked_add(1) {
+            assert!(matches!(form.encode(after), Err(Error::Encode { .. })), "{form:?} {after}");
+            assert!(matches!(form.encode(u64::MAX), Err(Error::Encode { .. })), "{form:?}");
+        }
+    }
+    assert_eq!(LAST_BUCKET_MS, days_from_civil(10_000, 1, 1) as u64 * DAY_MS - 1);
+    assert_eq!(TimeForm::DayBucket.encode(LAST_BUCKET_MS).ok(), Some(b"99991231".to_vec()));
+    assert_eq!(TimeForm::HourBucket.encode(LAST_BUCKET_MS).ok(), Some(b"9999123123".to_vec()));
+}

@@ -254,3 +254,65 @@ fn paths_and_parameters_that_do_not_fit_the_table_are_refused() -> Result {
     let _ = Record::new();
     Ok(())
 }
+
+/// 9999-12-31 00:00 UTC, the last day a `YYYYMMDD` bucket can name.
+const LAST_DAY_OF_9999: u64 = 253_402_214_400_000;
+
+/// A table `orders` in `dir` of order id, customer and placement time, with
+/// one copy layout by customer keyed `key`.
+fn by_customer_only(dir: &std::path::Path, key: &str) -> Result<Table> {
+    let schema = cellar_tables::Schema::new("orders")
+        .int("order_id")
+        .int("customer")
+        .time("placed_at")
+        .primary_key(&["order_id"])
+        .source_of_truth(LayoutSpec::new("orders", "pad(order_id,10)"))
+        .layout(LayoutSpec::new("orders_by_customer", key).time("placed_at"));
+    Ok(Table::create(open_store(dir)?, &schema, cellar_tables::TableOptions::default())?)
+}
+
+fn placed(id: i64, at: u64) -> Record {
+    Record::new().with("order_id", id).with("customer", 1).with("placed_at", at as i64)
+}
+
+/// Times run to `i64::MAX` milliseconds, but a key's time forms do not: 13
+/// digits of `ts(ms)` end in 2286, the buckets' four-digit years in 9999. A
+/// record past its layout's form is refused by name (a ten-thousandth year
+/// written as `100000101` would sort before `99991231`, and a range read
+/// across it would find nothing), and a read bounded far in the future
+/// (`to = u64::MAX`, "from then on") is a read up to the last time the form
+/// can hold, not an error.
+#[test]
+fn times_past_what_a_layouts_time_form_can_hold_are_refused_and_far_bounds_are_clamped() -> Result {
+    let oldest_first = AccessPath::new("orders of a customer, oldest first")
+        .equals("customer")
+        .oldest_first("placed_at");
+    let since = |from: u64| Params::new().eq("customer", 1).between(from, u64::MAX);
+    let ids = |table: &Table, params: &Params| -> Result<Vec<Option<i64>>> {
+        let answer = table.query(&oldest_first, params)?;
+        assert_eq!(answer.layout, "orders_by_customer");
+        Ok(answer.records.iter().map(|r| r.int("order_id")).collect())
+    };
+    for (key, last) in [
+        ("pad(customer,8) | day(ts) ts(ms,8) pad(order_id,10)", LAST_DAY_OF_9999 + DAY - 1),
+        ("pad(customer,8) | month(ts) ts(ms,8) pad(order_id,10)", LAST_DAY_OF_9999 + DAY - 1),
+        ("pad(customer,8) | hour(ts) ts(ms,8) pad(order_id,10)", LAST_DAY_OF_9999 + DAY - 1),
+        ("pad(customer,8) | ts(ms) pad(order_id,10)", 9_999_999_999_999),
+    ] {
+        let dir = tempfile::tempdir()?;
+        let table = by_customer_only(dir.path(), key)?;
+        table.insert(&placed(1, T0))?;
+        assert_eq!(ids(&table, &since(T0 - HOUR))?, [Some(1)], "{key}");
+        // Past its last time the form refuses, by name; nothing is written.
+        let refused = table.insert(&placed(2, last + 1)).err().map(|e| e.to_string());
+        assert!(refused.as_deref().is_some_and(|m| m.contains("cannot encode")), "{key}: {refused:?}");
+        assert_eq!(table.get(&Record::new().with("order_id", 2))?, None, "{key}");
+        // Its last time is a time like another.
+        table.insert(&placed(3, last))?;
+        assert_eq!(ids(&table, &since(T0))?, [Some(1), Some(3)], "{key}");
+        assert_eq!(ids(&table, &since(last))?, [Some(3)], "{key}");
+        assert_eq!(ids(&table, &since(last + 1))?, [], "{key}");
+        assert!(table.verify()?.is_consistent(), "{key}");
+    }
+    Ok(())
+}

@@ -195,6 +195,9 @@ impl Walk {
                 }
             }
             Part::Timestamp(form) => match query.time {
+                // No key holds a time past the form's last: the walk stops
+                // here, and the filter finds that nothing matches.
+                TimePredicate::At(t) if t > form.last_ms() => Step::Stop,
                 TimePredicate::At(t) => {
                     self.push(&form.encode(t)?);
                     self.fixed.push(part.to_string());
@@ -202,7 +205,11 @@ impl Walk {
                     self.time_consumed = !form.is_bucket();
                     Step::Fixed
                 }
+                // A bound past the form's last time ("from a on", to =
+                // u64::MAX) reads up to that last time: no key holds a later one.
+                TimePredicate::Between(a, b) if b > a && a > form.last_ms() => Step::Stop,
                 TimePredicate::Between(a, b) if b > a => {
+                    let b = b.min(form.last_ms().saturating_add(1));
                     if in_partition {
                         // A hashed partition key cannot be ranged over, only
                         // enumerated: one partition per time bucket.
