@@ -63,6 +63,7 @@ impl Experiment {
     /// Generates, renders, simulates, judges.
     pub fn run(&self) -> Result<Run> {
         self.key.check(self.workload.kind.name(), self.workload.kind.fields())?;
+        self.workload.check()?;
         let records = self.workload.generate();
         let mut keys = Vec::with_capacity(records.len());
         let mut writes = Vec::with_capacity(records.len());

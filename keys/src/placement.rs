@@ -165,6 +165,21 @@ impl StoreModel {
     }
 }
 
+/// Most servers (nodes, partitions) a simulation takes: it keeps a write
+/// count per server per time slice, and prints one share per server.
+pub const MAX_SERVERS: usize = 10_000;
+
+/// Most regions a range store may be pre-split into (and so the most split
+/// points [`presplit_points`] returns, plus one).
+pub const MAX_PRESPLIT: usize = 100_000;
+
+/// Most tokens per node on a ring (Cassandra's default is 16; 256 was the
+/// old one).
+pub const MAX_TOKENS: usize = 1024;
+
+/// Most time slices or key bins of a simulation (picture columns and rows).
+pub const MAX_TICKS: usize = 10_000;
+
 /// The simulated cluster.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClusterSpec {
@@ -349,10 +364,13 @@ impl Region {
 /// the key starts with a salt or hash prefix (the reader knows the bucket
 /// values), otherwise HBase's `UniformSplit` over the first byte, which only
 /// helps keys whose first byte is spread over all 256 values.
+///
+/// `n` is taken as at most [`MAX_PRESPLIT`].
 pub fn presplit_points(design: &KeyDesign, n: usize) -> Vec<Vec<u8>> {
     if n < 2 {
         return Vec::new();
     }
+    let n = n.min(MAX_PRESPLIT);
     let mut lead = Vec::new();
     for part in &design.parts {
         match part {
@@ -373,6 +391,8 @@ pub fn presplit_points(design: &KeyDesign, n: usize) -> Vec<Vec<u8>> {
         }
         _ => {
             lead.clear();
+            // One byte cuts the key space in at most 256 regions.
+            let n = n.min(256);
             (1..n).map(|j| vec![(j * 256 / n) as u8]).collect()
         }
     };
@@ -388,11 +408,7 @@ pub fn presplit_points(design: &KeyDesign, n: usize) -> Vec<Vec<u8>> {
 /// the placement key is the whole key for range stores and the partition key
 /// for hashed ones) on a cluster.
 pub fn simulate(spec: &ClusterSpec, design: &KeyDesign, writes: &[(Vec<u8>, Vec<u8>, u64)]) -> Result<Placement> {
-    if spec.servers == 0 || spec.ticks == 0 || spec.key_bins == 0 {
-        return Err(Error::InvalidSetting(
-            "servers, ticks and key bins must be at least 1".into(),
-        ));
-    }
+    check_sizes(spec)?;
     let t0 = writes.first().map_or(0, |w| w.2);
     let t1 = writes.last().map_or(0, |w| w.2);
     let tick_ms = ((t1 - t0.min(t1)) / spec.ticks as u64 + 1).max(1);
@@ -444,6 +460,34 @@ pub fn simulate(spec: &ClusterSpec, design: &KeyDesign, writes: &[(Vec<u8>, Vec<
         }
     }
     Ok(placement)
+}
+
+/// Checks a cluster's sizes against the simulation's limits, before
+/// anything is allocated for them.
+fn check_sizes(spec: &ClusterSpec) -> Result<()> {
+    if spec.servers == 0 || spec.ticks == 0 || spec.key_bins == 0 {
+        return Err(Error::InvalidSetting(
+            "servers, ticks and key bins must be at least 1".into(),
+        ));
+    }
+    let tokens = match spec.model {
+        StoreModel::Ring { num_tokens } => num_tokens,
+        _ => 1,
+    };
+    for (name, value, max) in [
+        ("servers", spec.servers, MAX_SERVERS),
+        ("presplit", spec.presplit, MAX_PRESPLIT),
+        ("num_tokens", tokens, MAX_TOKENS),
+        ("ticks", spec.ticks, MAX_TICKS),
+        ("key bins", spec.key_bins, MAX_TICKS),
+    ] {
+        if value > max {
+            return Err(Error::InvalidSetting(format!(
+                "{name} {value} is over {max}, the most the simulation takes"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn hashed(

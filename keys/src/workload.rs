@@ -192,6 +192,21 @@ impl WorkloadSpec {
         self
     }
 
+    /// Checks the spec: the span must end by `i64::MAX` milliseconds, the
+    /// largest time a record carries (as a signed long, as HBase and
+    /// Cassandra keep it).
+    pub fn check(&self) -> Result<()> {
+        let end = EPOCH_MS.checked_add(self.span_ms).filter(|end| *end <= i64::MAX as u64);
+        if end.is_none() {
+            return Err(Error::InvalidSetting(format!(
+                "a span of {} ms from {EPOCH_MS} ms ends past {} ms, the largest time a record holds",
+                self.span_ms,
+                i64::MAX
+            )));
+        }
+        Ok(())
+    }
+
     /// The records, in time order. Writes are spread evenly over the span
     /// (write `i` at `EPOCH_MS + i × span / writes`), so time order is write
     /// order.
@@ -203,7 +218,9 @@ impl WorkloadSpec {
         let devices = 25u64;
         (0..self.writes as u64)
             .map(|i| {
-                let ts_ms = EPOCH_MS + i * self.span_ms / n;
+                // In 128 bits: `i × span` passes 2^64 for long spans.
+                let offset = u128::from(i) * u128::from(self.span_ms) / u128::from(n);
+                let ts_ms = EPOCH_MS.saturating_add(u64::try_from(offset).unwrap_or(u64::MAX));
                 let fields = match self.kind {
                     WorkloadKind::Orders => vec![
                         ("customer", Value::Int(rng.random_range(1..=100))),
