@@ -230,9 +230,20 @@ pub fn hbase_with_splits(table: &str, splits: &[Vec<u8>]) -> String {
 }
 
 /// Bytes as an HBase shell (JRuby) string literal: double quotes, `\xNN`
-/// escapes for everything but printable ASCII.
+/// escapes for everything but printable ASCII, and for `"` and `#`. A
+/// double-quoted Ruby string reads `#{..}` as code to run and `#@x`, `#$x`
+/// as variables, so a `#` left bare would let a key or a value run in the
+/// shell of whoever pastes the statement, and write other bytes than its own.
+///
+/// ```
+/// use cellar_keys::export::hbase_bytes;
+/// assert_eq!(hbase_bytes(b"a#{b}\"\x00"), r#""a\x23{b}\x22\x00""#);
+/// ```
 pub fn hbase_bytes(bytes: &[u8]) -> String {
-    format!("\"{}\"", to_string_binary(bytes).replace('"', "\\x22"))
+    format!(
+        "\"{}\"",
+        to_string_binary(bytes).replace('"', "\\x22").replace('#', "\\x23")
+    )
 }
 
 /// A value as CQL would write it (for examples).

@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 
-use cellar_tables::Record;
+use cellar_tables::{LayoutSpec, Record};
 
 #[test]
 fn each_layout_becomes_a_cassandra_table_with_its_clustering_order() -> Result {
@@ -100,4 +100,38 @@ fn hbase_gets_a_table_per_layout_split_where_the_data_divides_evenly() -> Result
     assert!(lines[3].starts_with(r#"delete 'orders_by_warehouse_day', "00120240602", "f:1717286400000"#));
     assert!(lines[4].starts_with(r#"put 'orders_by_warehouse_day', "00020240602", "f:1717286400000"#));
     Ok(())
+}
+
+/// The HBase shell is JRuby, and a double-quoted Ruby string runs what
+/// follows a `#` in `#{..}`, and reads `#@x` and `#$x` as variables: a
+/// record's text, printed there as it is, would be code run by whoever
+/// pastes the statements, and the bytes written would not be the record's.
+/// Every `#` inside a string is written `\x23`.
+#[test]
+fn hbase_statements_write_a_hash_sign_as_an_escape_so_the_shell_runs_no_text() -> Result {
+    let dir = tempfile::tempdir()?;
+    let schema = cellar_tables::Schema::new("notes")
+        .int("id")
+        .text("body")
+        .primary_key(&["id"])
+        .source_of_truth(LayoutSpec::new("notes", r##"const("n#") pad(id,4)"##))
+        .layout(LayoutSpec::new("notes_by_body", r#"field(body) "\x00" | pad(id,4)"#));
+    let table = cellar_tables::Table::create(open_store(dir.path())?, &schema, cellar_tables::TableOptions::default())?;
+    let hostile = "#{`touch pwned`} #@x #$y";
+    let record = Record::new().with("id", 1).with("body", hostile);
+    let mut shell = table.hbase_insert(&record)?;
+    table.insert(&record)?;
+    shell.push_str(&table.hbase_update(&key_of(1), &Record::new().with("body", "plain"))?);
+    shell.push_str(&table.hbase_schema(4)?);
+    let strings: Vec<&str> = shell.split('"').skip(1).step_by(2).collect();
+    assert!(strings.len() >= 6, "{shell}");
+    for s in &strings {
+        assert!(!s.contains('#'), "a bare # inside {s:?}");
+    }
+    assert!(shell.contains(r#"put 'notes_by_body', "\x23{`touch pwned`} \x23@x \x23$y", "f:\x000001""#), "{shell}");
+    Ok(())
+}
+
+fn key_of(id: i64) -> Record {
+    Record::new().with("id", id)
 }
