@@ -23,7 +23,7 @@ use std::sync::Arc;
 use cellar_engine::RowRange;
 use cellar_keys::export::{cassandra_table, cql_literal, hbase_bytes, hbase_with_splits, key_column, CqlColumns};
 use cellar_keys::key::Part;
-use cellar_keys::placement::presplit_points;
+use cellar_keys::placement::{presplit_points, MAX_PRESPLIT};
 
 use crate::catalog::Definition;
 use crate::error::{Error, Result};
@@ -245,14 +245,18 @@ fn hbase_put(layout: &Layout, at: &crate::layout::Address, value: &[u8]) -> Stri
 }
 
 /// The row keys at which `regions - 1` cuts divide the rows' records into
-/// equal parts (rows are never split: a cut falls between rows).
+/// equal parts (rows are never split: a cut falls between rows). `regions`
+/// is taken as at most [`MAX_PRESPLIT`], as the key designer's split points are.
 fn data_splits(rows: &[(Vec<u8>, u64)], regions: usize) -> Vec<Vec<u8>> {
+    let regions = regions.min(MAX_PRESPLIT);
     let total: u64 = rows.iter().map(|(_, n)| n).sum();
+    // The share before cut `next`, in 128 bits: `total × next` passes 2^64.
+    let share = |next: usize| (u128::from(total) * next as u128 / regions as u128) as u64;
     let mut splits: Vec<Vec<u8>> = Vec::new();
     let mut seen = 0u64;
     let mut next = 1usize;
     for (i, (row, n)) in rows.iter().enumerate() {
-        while next < regions && seen >= total * next as u64 / regions as u64 {
+        while next < regions && seen >= share(next) {
             if i > 0 && splits.last() != Some(row) {
                 splits.push(row.clone());
             }

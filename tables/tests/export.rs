@@ -135,3 +135,23 @@ fn hbase_statements_write_a_hash_sign_as_an_escape_so_the_shell_runs_no_text() -
 fn key_of(id: i64) -> Record {
     Record::new().with("id", id)
 }
+
+/// Asked for more regions than there are rows, the split points are one per
+/// row boundary, at once (a huge count made the loop that places the cuts
+/// count to it, and `total × next` overflow).
+#[test]
+fn hbase_schema_for_more_regions_than_rows_cuts_between_every_row() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = orders_table(dir.path())?;
+    for id in 0..5i64 {
+        table.insert(&order(id, id, T0 + id as u64 * HOUR, 1, T0 + DAY, "placed"))?;
+    }
+    for regions in [5, 6, 1_000_000, usize::MAX] {
+        let shell = table.hbase_schema(regions)?;
+        assert!(
+            shell.contains(r#"create 'orders', {NAME => 'f', VERSIONS => 1}, SPLITS => ["0000000001", "0000000002", "0000000003", "0000000004"]"#),
+            "{regions}: {shell}"
+        );
+    }
+    Ok(())
+}
