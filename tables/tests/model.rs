@@ -1,7 +1,10 @@
 //! The model check: random inserts, updates (key fields included), deletes,
-//! batches of them, and layout additions and drops, with backfills advancing
-//! between them; after every step `verify` holds and every declared path
-//! answers exactly what a brute-force filter of a `BTreeMap` model says.
+//! batches of them, layout additions and drops, and reopens of the store,
+//! with backfills advancing between them; after every step `verify` holds and
+//! every declared path answers exactly what a brute-force filter of a
+//! `BTreeMap` model says. Statuses include the empty text, a zero byte and
+//! non-ASCII letters; a reopen reads every layout back from the catalog's
+//! text and must find the same definition.
 
 mod common;
 
@@ -14,10 +17,10 @@ use cellar_tables::{
 };
 use proptest::prelude::*;
 
-const STATUSES: [&str; 3] = ["new", "paid", "shipped"];
+const STATUSES: [&str; 5] = ["new", "paid", "shipped", "", "für\u{0}x"];
 
 /// Layouts a step may add after launch.
-fn candidates() -> [LayoutSpec; 4] {
+fn candidates() -> [LayoutSpec; 5] {
     [
         LayoutSpec::new(
             "orders_by_warehouse",
@@ -33,6 +36,11 @@ fn candidates() -> [LayoutSpec; 4] {
         LayoutSpec::new(
             "orders_by_salted_warehouse",
             r##"salt(warehouse,3) pad(warehouse,4) | flip(order_id)"##,
+        ),
+        // The whole key is the partition: one row per order, its column empty.
+        LayoutSpec::new(
+            "orders_by_customer_and_id",
+            r##"pad(customer,4) "#" pad(order_id,10) |"##,
         ),
     ]
 }
@@ -64,13 +72,16 @@ enum Op {
         which: usize,
     },
     BackfillStep,
+    /// The table and its store closed and opened again (a backfill under way
+    /// resumes from its stored cursor).
+    Reopen,
     /// Several writes in one `Batch`: all applied, or (one refused, or a
     /// record named twice) none.
     Batch(Vec<Op>),
 }
 
 fn insert_op() -> impl Strategy<Value = Op> {
-    (0..14i64, 0..4i64, 0..96u64, 0..3i64, 0..48u64, 0..3usize).prop_map(
+    (0..14i64, 0..4i64, 0..96u64, 0..3i64, 0..48u64, 0..STATUSES.len()).prop_map(
         |(id, customer, placed_h, warehouse, ship_h, status)| Op::Insert {
             id,
             customer,
@@ -88,7 +99,7 @@ fn update_op() -> impl Strategy<Value = Op> {
         proptest::option::of(0..4i64),
         proptest::option::of(0..3i64),
         proptest::option::of(0..120u64),
-        proptest::option::of(0..3usize),
+        proptest::option::of(0..STATUSES.len()),
     )
         .prop_map(|(id, customer, warehouse, ship_h, status)| Op::Update {
             id,
@@ -116,9 +127,10 @@ fn op() -> impl Strategy<Value = Op> {
         4 => insert_op(),
         3 => update_op(),
         2 => delete_op(),
-        1 => (0..4usize).prop_map(|which| Op::AddLayout { which }),
-        1 => (0..4usize).prop_map(|which| Op::DropLayout { which }),
+        1 => (0..5usize).prop_map(|which| Op::AddLayout { which }),
+        1 => (0..5usize).prop_map(|which| Op::DropLayout { which }),
         2 => Just(Op::BackfillStep),
+        1 => Just(Op::Reopen),
         2 => proptest::collection::vec(write_op(), 1..5).prop_map(Op::Batch),
     ]
 }
@@ -347,11 +359,38 @@ fn check(table: &Table, model: &BTreeMap<i64, Record>) -> std::result::Result<()
 fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
     let fail = |e: Box<dyn std::error::Error>| TestCaseError::fail(e.to_string());
     let dir = tempfile::tempdir().map_err(|e| fail(e.into()))?;
-    let table = orders_table(dir.path()).map_err(fail)?;
     let mut model: BTreeMap<i64, Record> = BTreeMap::new();
-    let mut backfill = None;
+    let mut ops = ops.into_iter();
+    let mut before = None;
+    loop {
+        let table = orders_table(dir.path()).map_err(fail)?;
+        if let Some(before) = before.take() {
+            // The catalog gave back the definition the table had.
+            prop_assert_eq!(&*table.definition(), &before);
+            check(&table, &model)?;
+        }
+        if !run_until_reopen(&table, &mut ops, &mut model)? {
+            return Ok(());
+        }
+        before = Some((*table.definition()).clone());
+    }
+}
+
+/// Runs ops on one handle of the table: true at a reopen, false at the end
+/// (after running any backfill to its end).
+fn run_until_reopen(
+    table: &Table,
+    ops: &mut impl Iterator<Item = Op>,
+    model: &mut BTreeMap<i64, Record>,
+) -> std::result::Result<bool, TestCaseError> {
     let err = |e: Error| TestCaseError::fail(e.to_string());
-    for op in ops {
+    // A layout left building by the last handle: its backfill resumes.
+    let building = table.definition().layouts.iter().find(|l| !l.is_readable()).map(|l| l.name.clone());
+    let mut backfill = match building {
+        Some(name) => Some(table.backfill(&name, BackfillOptions { batch_records: 3 }).map_err(err)?),
+        None => None,
+    };
+    for op in ops.by_ref() {
         match op {
             Op::Insert {
                 id,
@@ -443,7 +482,7 @@ fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
                             ship_h,
                             status,
                         } => batch.insert(
-                            &table,
+                            table,
                             inserted(*id, *customer, *placed_h, *warehouse, *ship_h, *status),
                         ),
                         Op::Update {
@@ -452,16 +491,16 @@ fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
                             warehouse,
                             ship_h,
                             status,
-                        } => batch.update(&table, key(*id), changed(*customer, *warehouse, *ship_h, *status)),
-                        Op::Delete { id } => batch.delete(&table, key(*id)),
+                        } => batch.update(table, key(*id), changed(*customer, *warehouse, *ship_h, *status)),
+                        Op::Delete { id } => batch.delete(table, key(*id)),
                         _ => &mut batch,
                     };
                 }
-                let expected = batch_outcome(&model, &writes);
+                let expected = batch_outcome(model, &writes);
                 match (batch.write(), expected) {
                     (Ok(reports), Some(next)) => {
                         prop_assert_eq!(reports.len(), writes.len());
-                        model = next;
+                        *model = next;
                     }
                     (Err(Error::Exists { .. } | Error::NotFound { .. } | Error::Record { .. }), None) => {}
                     (outcome, expected) => {
@@ -479,14 +518,15 @@ fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
                     }
                 }
             }
+            Op::Reopen => return Ok(true),
         }
-        check(&table, &model)?;
+        check(table, model)?;
     }
     if let Some(b) = backfill {
         b.run(&mut |_| {}).map_err(err)?;
-        check(&table, &model)?;
+        check(table, model)?;
     }
-    Ok(())
+    Ok(false)
 }
 
 /// 48 cases by default (a few seconds); `PROPTEST_CASES=2000` for a long run.
