@@ -316,3 +316,37 @@ fn times_past_what_a_layouts_time_form_can_hold_are_refused_and_far_bounds_are_c
     }
     Ok(())
 }
+
+/// A path may match its range field exactly as well as bound it: the
+/// answer is the records at that time, inside the bounds. The plan must be
+/// the point, not the range, or its limit (pushed into the slice, newest
+/// first) stops at records of other times, which the filter then drops.
+#[test]
+fn a_path_that_matches_its_range_field_exactly_reads_that_time_not_the_whole_range() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path())?;
+    let at_five = T0 + 5 * HOUR; // order 5, of customer 1
+    let path = AccessPath::new("a customer's orders placed at a time")
+        .equals("customer")
+        .equals("placed_at")
+        .newest_first("placed_at")
+        .limit(1);
+    for (between, want) in [
+        ((T0, T0 + 40 * HOUR), vec![5]),
+        ((at_five, at_five + 1), vec![5]),
+        ((T0, at_five), vec![]),
+    ] {
+        let params = Params::new()
+            .eq("customer", 1)
+            .eq("placed_at", at_five as i64)
+            .between(between.0, between.1);
+        let answer = table.query(&path, &params)?;
+        assert_eq!(ids(&answer.records), want, "{between:?}");
+        assert_eq!(
+            answer.records,
+            table.filtering_scan(&path, &params)?.records,
+            "{between:?}"
+        );
+    }
+    Ok(())
+}
