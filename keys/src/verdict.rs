@@ -110,9 +110,12 @@ impl Verdict {
         }
     }
 
-    /// Hot spot, uneven or even, judged on the load ratio.
+    /// Hot spot, uneven or even, judged on the load ratio as [`Verdict::lines`]
+    /// prints it (two decimals): 1.2498 prints as 1.25x, and is uneven, so
+    /// the word never disagrees with the figure beside it.
     pub fn spread(&self) -> Spread {
         let (ratio, _) = self.load_ratio();
+        let ratio = format!("{ratio:.2}").parse::<f64>().unwrap_or(ratio);
         if self.servers > 1 && ratio >= HOT_SPOT_RATIO {
             Spread::HotSpot
         } else if self.servers > 1 && ratio >= UNEVEN_RATIO {
@@ -187,6 +190,23 @@ mod tests {
         assert_eq!(slice.spread(), Spread::Even, "1.16x");
         let hot = verdict(0.26, vec![0.5, 0.6, 1.0]);
         assert_eq!(hot.spread(), Spread::HotSpot);
+    }
+
+    /// A ratio just under a threshold prints as the threshold (1.2498 as
+    /// 1.25x): the word is the one for the figure printed beside it.
+    #[test]
+    fn a_ratio_that_prints_as_a_threshold_gets_that_thresholds_word() {
+        for (share, word) in [
+            (0.312_45, "uneven (1.25x"),
+            (0.499_9, "HOT SPOT (2.00x"),
+            (0.311_2, "spread evenly (1.24x"),
+        ] {
+            let lines = verdict(share, vec![share]).lines();
+            assert!(
+                lines[0].starts_with(&format!("verdict: {word} even, whole run)")),
+                "{lines:?}"
+            );
+        }
     }
 
     #[test]
