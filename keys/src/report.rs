@@ -333,6 +333,16 @@ fn draw_servers(svg: &mut Svg, p: &Placement, g: &Geometry, top: f64, strip: f64
     }
 }
 
+/// A span in the largest unit that says it exactly (`2 d`, `90 min`,
+/// `30 s`, `1500 ms`): whole minutes alone would print 30 seconds as 0.
+fn span_text(ms: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "min"), (1000, "s")];
+    UNITS
+        .iter()
+        .find(|(unit, _)| ms >= *unit && ms % unit == 0)
+        .map_or_else(|| format!("{ms} ms"), |(unit, name)| format!("{} {name}", ms / unit))
+}
+
 /// The report for a run, with its plans if they were made.
 pub fn html(run: &Run, plans: &[(Plan, Execution)]) -> String {
     let p = &run.placement;
@@ -341,10 +351,10 @@ pub fn html(run: &Run, plans: &[(Plan, Execution)]) -> String {
     let mut page = Page::new(&format!("cellar keys: {key}"));
     let mut s = Section::new("placement", &format!("Row key: {key}"));
     s.paragraph(&format!(
-        "workload {}, {} writes over {} min, seed {}; store: {}, {} servers{}",
+        "workload {}, {} writes over {}, seed {}; store: {}, {} servers{}",
         ex.workload.kind.name(),
         ex.workload.writes,
-        ex.workload.span_ms / 60_000,
+        span_text(ex.workload.span_ms),
         ex.workload.seed,
         ex.cluster.model,
         ex.cluster.servers,

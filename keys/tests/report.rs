@@ -81,3 +81,27 @@ fn the_picture_has_a_legend_key_labels_and_visible_boundaries() -> Result {
     assert!(!html.contains("http") && !html.contains("<script"));
     Ok(())
 }
+
+/// The page says how long the writes took as the span was given: 30 seconds
+/// is not "0 min", nor 90 seconds "1 min".
+#[test]
+fn the_page_gives_the_span_in_the_unit_that_says_it_exactly() -> Result {
+    for (span_ms, says) in [
+        (30_000, "over 30 s,"),
+        (90_000, "over 90 s,"),
+        (3_600_000, "over 1 h,"),
+        (5_400_000, "over 90 min,"),
+        (2 * 86_400_000, "over 2 d,"),
+        (1_500, "over 1500 ms,"),
+    ] {
+        let run = Experiment::new(
+            parse("field(customer)")?,
+            WorkloadSpec::new(WorkloadKind::Orders).writes(50).span_ms(span_ms),
+            ClusterSpec::hbase(),
+        )
+        .run()?;
+        let html = report::html(&run, &[]);
+        assert!(html.contains(&format!("50 writes {says}")), "{span_ms}: {}", &html[..html.len().min(2000)]);
+    }
+    Ok(())
+}
