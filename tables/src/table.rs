@@ -474,13 +474,21 @@ impl Table {
 }
 
 /// Creates a layout's family, or accepts an existing one that holds nothing
-/// (a table creation or a staging that stopped half-way left it).
+/// (a table creation or a staging that stopped half-way left it). A family
+/// another table's definition names is refused, even empty: the two tables'
+/// records would mix in it.
 pub(crate) fn create_layout_family(
     store: &Store,
     def: &Definition,
     layout: &Layout,
     options: &FamilyOptions,
 ) -> Result<()> {
+    if let Some(other) = table_with_layout(store, def.name(), &layout.name)? {
+        return Err(def.schema.schema_error(format!(
+            "layout {}: table {other} keeps its layout {} in that family; name the layout for this table",
+            layout.name, layout.name
+        )));
+    }
     if store.families().contains(&layout.name) {
         let mut rows = store.scan(&layout.name, &cellar_engine::RowRange::all().limit(1))?;
         if rows.next().transpose()?.is_some() {
@@ -493,6 +501,22 @@ pub(crate) fn create_layout_family(
     }
     store.create_family(&layout.name, options.clone())?;
     Ok(())
+}
+
+/// The table other than `table` whose definition has a layout named `name`.
+fn table_with_layout(store: &Store, table: &str, name: &str) -> Result<Option<String>> {
+    let snapshot = store.snapshot();
+    for other in catalog::tables(store)? {
+        if other == table {
+            continue;
+        }
+        if let Some(d) = catalog::load(&snapshot, &other)? {
+            if d.layouts.iter().any(|l| l.name == name) {
+                return Ok(Some(other));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// A record from a layout's cell, or corruption naming the cell.

@@ -348,3 +348,46 @@ fn a_text_value_holding_its_separator_is_refused() -> Result {
     assert!(table.verify()?.is_consistent());
     Ok(())
 }
+
+/// Each layout is a family of its own: a table may not put a layout in a
+/// family another table keeps one of its layouts in, even while that family
+/// is still empty (the two tables' records would mix: an insert into one
+/// refused because the other holds the key, verify finding cells no record
+/// explains).
+#[test]
+fn a_layout_cannot_take_a_family_that_another_tables_layout_lives_in() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = open_store(dir.path())?;
+    let orders = Table::create(store.clone(), &orders_schema(), TableOptions::default())?;
+    let invoices = |copy: &str| {
+        Schema::new("invoices")
+            .int("invoice_id")
+            .int("customer")
+            .primary_key(&["invoice_id"])
+            .source_of_truth(LayoutSpec::new("invoices", "pad(invoice_id,10)"))
+            .layout(LayoutSpec::new(copy, "pad(customer,8) | pad(invoice_id,10)"))
+    };
+    for taken in ["orders", "orders_by_customer"] {
+        let refused = Table::create(store.clone(), &invoices(taken), TableOptions::default())
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            refused.as_deref().is_some_and(|m| m.contains(taken) && m.contains("table orders")),
+            "{taken}: {refused:?}"
+        );
+    }
+    let invoices = Table::create(store.clone(), &invoices("invoices_by_customer"), TableOptions::default())?;
+    let refused = invoices
+        .stage_layout(&LayoutSpec::new("orders_by_warehouse_day", "pad(customer,8) | pad(invoice_id,10)"))
+        .err()
+        .map(|e| e.to_string());
+    assert!(
+        refused.as_deref().is_some_and(|m| m.contains("table orders")),
+        "{refused:?}"
+    );
+    orders.insert(&order(1, 42, T0, 3, T0 + DAY, "placed"))?;
+    invoices.insert(&Record::new().with("invoice_id", 1).with("customer", 42))?;
+    assert!(orders.verify()?.is_consistent());
+    assert!(invoices.verify()?.is_consistent());
+    Ok(())
+}
