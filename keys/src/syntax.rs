@@ -91,6 +91,8 @@ impl Parser<'_> {
                             let hex = self
                                 .text
                                 .get(self.at + 2..self.at + 4)
+                                // Digits only: from_str_radix alone takes a sign ("+f").
+                                .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
                                 .and_then(|h| std::str::from_utf8(h).ok())
                                 .and_then(|h| u8::from_str_radix(h, 16).ok())
                                 .ok_or_else(|| syntax(escape, "\\x needs two hex digits"))?;

@@ -63,6 +63,9 @@ fn syntax_errors_say_where() {
         ("field(a) oops(b)", 9),
         (r##"field(a) "#"##, 9),
         ("ts(s)", 0),
+        // Two hex digits, no sign: `u8::from_str_radix` alone took "+f".
+        (r#"field(a) "\x+f""#, 10),
+        (r#"field(a) "\x-1""#, 10),
     ] {
         match parse(text) {
             Err(Error::Syntax { offset: at, .. }) => assert_eq!(at, offset, "{text}"),
