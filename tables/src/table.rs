@@ -43,7 +43,12 @@ pub struct TableOptions {
     /// Correct either way, because a table's writes are serialised and the
     /// engine lets the later of two writes with one timestamp win; a fixed
     /// time makes every byte on disk the same from run to run (the lesson
-    /// uses it).
+    /// uses it). It must not be older than what the table already holds: a
+    /// cell with a later timestamp hides an older tombstone or put. An update
+    /// or delete of a record written later than this time is refused; an
+    /// insert over the tombstones of a record deleted later than this time
+    /// cannot be seen (its own cell is gone), so keep one fixed time for a
+    /// table, or move it only forward.
     pub timestamp: Option<u64>,
     /// Options of the families the table creates for its layouts.
     pub family: FamilyOptions,
@@ -433,16 +438,29 @@ impl Table {
     }
 
     /// The current record for a key, read under the write lock, with its
-    /// address in the source of truth.
+    /// address in the source of truth. A record stored at a later time than
+    /// the table's fixed write time is refused: the tombstones and puts that
+    /// would replace it carry an older timestamp, and the engine lets the
+    /// newer cell hide them (a delete that deletes nothing, a moved record
+    /// whose old copy stays).
     fn read_for_write(&self, def: &Definition, key: &Record) -> Result<(Address, Option<Record>)> {
         def.schema.check_key(key)?;
         let source = def.source();
         let at = source.address(&def.schema, key)?;
-        let record = match self.store.get(&source.name, &at.row, &at.column)? {
-            Some(cell) => Some(decode_cell(def, source, &at, &cell.value)?),
-            None => None,
+        let Some(cell) = self.store.get(&source.name, &at.row, &at.column)? else {
+            return Ok((at, None));
         };
-        Ok((at, record))
+        if let Some(fixed) = self.options.timestamp.filter(|fixed| *fixed < cell.timestamp) {
+            return Err(def.schema.record_error(format!(
+                "{} was written at {}, after the fixed time {fixed} this table writes at: its tombstones and \
+                 puts would be hidden behind the record's cells; write at {} or later",
+                def.schema.key_text(key),
+                cell.timestamp,
+                cell.timestamp
+            )));
+        }
+        let record = decode_cell(def, source, &at, &cell.value)?;
+        Ok((at, Some(record)))
     }
 
     /// Counts a write that reached the store.

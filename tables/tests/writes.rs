@@ -391,3 +391,33 @@ fn a_layout_cannot_take_a_family_that_another_tables_layout_lives_in() -> Result
     assert!(invoices.verify()?.is_consistent());
     Ok(())
 }
+
+/// A table written at a fixed time that is older than the cells it holds
+/// (written by the store's clock, or at a later fixed time) would write
+/// tombstones and puts that the older-timestamped rule hides: a delete that
+/// deletes nothing, a move that leaves the old copy behind. The write is
+/// refused, and nothing is written; at the record's own time or later it is
+/// accepted.
+#[test]
+fn a_write_at_a_fixed_time_older_than_the_record_is_refused_not_hidden() -> Result {
+    let dir = tempfile::tempdir()?;
+    Table::create(open_store(dir.path())?, &orders_schema(), TableOptions::default().fixed_time(T0))?
+        .insert(&order(7, 42, T0, 3, T0 + DAY, "placed"))?;
+    let past = TableOptions::default().fixed_time(T0 - 1);
+    let table = Table::open(open_store(dir.path())?, "orders", past)?;
+    let moved = table.update(&key(7), &Record::new().with("customer", 43));
+    assert!(matches!(moved, Err(Error::Record { .. })), "{moved:?}");
+    let deleted = table.delete(&key(7));
+    assert!(matches!(deleted, Err(Error::Record { .. })), "{deleted:?}");
+    assert!(table.verify()?.is_consistent(), "{}", table.verify()?);
+    assert_eq!(table.get(&key(7))?.and_then(|r| r.int("customer")), Some(42));
+    drop(table);
+
+    let table = Table::open(open_store(dir.path())?, "orders", TableOptions::default().fixed_time(T0))?;
+    table.update(&key(7), &Record::new().with("customer", 43))?;
+    assert!(table.verify()?.is_consistent(), "{}", table.verify()?);
+    assert!(table.delete(&key(7))?.is_some());
+    assert_eq!(table.get(&key(7))?, None);
+    assert!(table.verify()?.is_consistent(), "{}", table.verify()?);
+    Ok(())
+}
