@@ -114,7 +114,14 @@ fn bad_input_is_one_line_and_exit_1() -> Result {
         vec!["--key", "field(customer)", "--servers", "18446744073709551615"],
         vec!["--key", "field(customer)", "--servers", "100000000"],
         vec!["--key", "field(customer)", "--presplit", "18446744073709551615"],
-        vec!["--key", "field(customer)", "--store", "hashed", "--num-tokens", "18446744073709551615"],
+        vec![
+            "--key",
+            "field(customer)",
+            "--store",
+            "hashed",
+            "--num-tokens",
+            "18446744073709551615",
+        ],
         vec!["--key", "field(customer)", "--span", "200000000000d"],
     ] {
         let output = assert_cmd::Command::new(common::bin())

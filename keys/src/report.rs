@@ -339,7 +339,7 @@ fn span_text(ms: u64) -> String {
     const UNITS: [(u64, &str); 4] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "min"), (1000, "s")];
     UNITS
         .iter()
-        .find(|(unit, _)| ms >= *unit && ms % unit == 0)
+        .find(|(unit, _)| ms >= *unit && ms.is_multiple_of(*unit))
         .map_or_else(|| format!("{ms} ms"), |(unit, name)| format!("{} {name}", ms / unit))
 }
 

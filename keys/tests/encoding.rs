@@ -164,11 +164,20 @@ fn time_forms_keep_their_width_to_their_last_time_and_refuse_what_follows() {
             assert_eq!(bytes.map(|b| b.len()), Ok(width.unwrap_or(0)), "{form:?} {ts}");
         }
         if let Some(after) = last.checked_add(1) {
-            assert!(matches!(form.encode(after), Err(Error::Encode { .. })), "{form:?} {after}");
+            assert!(
+                matches!(form.encode(after), Err(Error::Encode { .. })),
+                "{form:?} {after}"
+            );
             assert!(matches!(form.encode(u64::MAX), Err(Error::Encode { .. })), "{form:?}");
         }
     }
     assert_eq!(LAST_BUCKET_MS, days_from_civil(10_000, 1, 1) as u64 * DAY_MS - 1);
-    assert_eq!(TimeForm::DayBucket.encode(LAST_BUCKET_MS).ok(), Some(b"99991231".to_vec()));
-    assert_eq!(TimeForm::HourBucket.encode(LAST_BUCKET_MS).ok(), Some(b"9999123123".to_vec()));
+    assert_eq!(
+        TimeForm::DayBucket.encode(LAST_BUCKET_MS).ok(),
+        Some(b"99991231".to_vec())
+    );
+    assert_eq!(
+        TimeForm::HourBucket.encode(LAST_BUCKET_MS).ok(),
+        Some(b"9999123123".to_vec())
+    );
 }

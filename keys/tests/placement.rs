@@ -252,24 +252,49 @@ fn cluster_sizes_past_the_simulations_limits_are_refused_by_name() -> Result<(),
     let refused = |cluster: ClusterSpec| -> Result<String, Error> {
         match run("field(customer)", WorkloadKind::Orders, 10, cluster) {
             Err(Error::InvalidSetting(why)) => Ok(why),
-            other => Err(Error::InvalidSetting(format!("expected a refusal, got {:?}", other.map(|_| ())))),
+            other => Err(Error::InvalidSetting(format!(
+                "expected a refusal, got {:?}",
+                other.map(|_| ())
+            ))),
         }
     };
     let hbase = ClusterSpec::hbase();
-    let why = refused(ClusterSpec { servers: usize::MAX, ..hbase.clone() })?;
-    assert!(why.contains("servers") && why.contains(&MAX_SERVERS.to_string()), "{why}");
-    let why = refused(ClusterSpec { presplit: usize::MAX, ..hbase.clone() })?;
-    assert!(why.contains("presplit") && why.contains(&MAX_PRESPLIT.to_string()), "{why}");
+    let why = refused(ClusterSpec {
+        servers: usize::MAX,
+        ..hbase.clone()
+    })?;
+    assert!(
+        why.contains("servers") && why.contains(&MAX_SERVERS.to_string()),
+        "{why}"
+    );
+    let why = refused(ClusterSpec {
+        presplit: usize::MAX,
+        ..hbase.clone()
+    })?;
+    assert!(
+        why.contains("presplit") && why.contains(&MAX_PRESPLIT.to_string()),
+        "{why}"
+    );
     let why = refused(ClusterSpec::new(StoreModel::Ring { num_tokens: usize::MAX }))?;
-    assert!(why.contains("num_tokens") && why.contains(&MAX_TOKENS.to_string()), "{why}");
-    let why = refused(ClusterSpec { ticks: usize::MAX, ..hbase.clone() })?;
+    assert!(
+        why.contains("num_tokens") && why.contains(&MAX_TOKENS.to_string()),
+        "{why}"
+    );
+    let why = refused(ClusterSpec {
+        ticks: usize::MAX,
+        ..hbase.clone()
+    })?;
     assert!(why.contains("ticks"), "{why}");
     // At the limits it runs.
     run(
         "field(customer)",
         WorkloadKind::Orders,
         10,
-        ClusterSpec { servers: MAX_SERVERS, presplit: MAX_PRESPLIT, ..hbase },
+        ClusterSpec {
+            servers: MAX_SERVERS,
+            presplit: MAX_PRESPLIT,
+            ..hbase
+        },
     )?;
     // Split points stop at the limit too, whatever a caller asks for.
     assert_eq!(presplit_points(&parse("ts(ms)")?, usize::MAX).len(), 255);
@@ -287,7 +312,10 @@ fn cluster_sizes_past_the_simulations_limits_are_refused_by_name() -> Result<(),
 fn a_long_span_spreads_writes_in_time_order_and_one_past_i64_is_refused() -> Result<(), Error> {
     use cellar_keys::workload::EPOCH_MS;
     let span = 8_640_000_000_000_000_000; // 10^11 days
-    let records = WorkloadSpec::new(WorkloadKind::Orders).writes(10).span_ms(span).generate();
+    let records = WorkloadSpec::new(WorkloadKind::Orders)
+        .writes(10)
+        .span_ms(span)
+        .generate();
     let times: Vec<u64> = records.iter().map(|r| r.ts_ms).collect();
     assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
     assert_eq!(times.last().copied(), Some(EPOCH_MS + span / 10 * 9));
@@ -297,13 +325,22 @@ fn a_long_span_spreads_writes_in_time_order_and_one_past_i64_is_refused() -> Res
         ClusterSpec::hbase(),
     )
     .run()?;
-    assert_eq!(r.placement.writes.iter().filter(|t| t.iter().sum::<u64>() > 0).count(), 10);
+    assert_eq!(
+        r.placement.writes.iter().filter(|t| t.iter().sum::<u64>() > 0).count(),
+        10
+    );
     let too_long = Experiment::new(
         parse("field(customer)")?,
-        WorkloadSpec::new(WorkloadKind::Orders).writes(10).span_ms(i64::MAX as u64),
+        WorkloadSpec::new(WorkloadKind::Orders)
+            .writes(10)
+            .span_ms(i64::MAX as u64),
         ClusterSpec::hbase(),
     )
     .run();
-    assert!(matches!(too_long, Err(Error::InvalidSetting(_))), "{:?}", too_long.map(|_| ()));
+    assert!(
+        matches!(too_long, Err(Error::InvalidSetting(_))),
+        "{:?}",
+        too_long.map(|_| ())
+    );
     Ok(())
 }

@@ -305,7 +305,12 @@ fn a_salt_with_more_buckets_than_a_fan_out_allows_is_refused_before_its_buckets_
         }
     }
     // At the limit it still fans out, one scan per bucket.
-    let p = plan(&parse(r##"salt(customer,256) "#" ts(ms) "#" field(order_id)"##)?, &minute, false, "order_id")?;
+    let p = plan(
+        &parse(r##"salt(customer,256) "#" ts(ms) "#" field(order_id)"##)?,
+        &minute,
+        false,
+        "order_id",
+    )?;
     assert_eq!((p.kind, p.ranges.len()), (PlanKind::FanOut, 256));
     Ok(())
 }

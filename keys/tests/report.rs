@@ -101,7 +101,11 @@ fn the_page_gives_the_span_in_the_unit_that_says_it_exactly() -> Result {
         )
         .run()?;
         let html = report::html(&run, &[]);
-        assert!(html.contains(&format!("50 writes {says}")), "{span_ms}: {}", &html[..html.len().min(2000)]);
+        assert!(
+            html.contains(&format!("50 writes {says}")),
+            "{span_ms}: {}",
+            &html[..html.len().min(2000)]
+        );
     }
     Ok(())
 }

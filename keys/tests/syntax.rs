@@ -158,7 +158,17 @@ fn any_part() -> impl proptest::strategy::Strategy<Value = Part> {
         Just(TimeForm::DayBucket),
         Just(TimeForm::MonthBucket),
     ];
-    let bytes = proptest::collection::vec(prop_oneof![Just(b'"'), Just(b'\\'), Just(0u8), Just(0xFFu8), Just(b'#'), any::<u8>()], 0..4);
+    let bytes = proptest::collection::vec(
+        prop_oneof![
+            Just(b'"'),
+            Just(b'\\'),
+            Just(0u8),
+            Just(0xFFu8),
+            Just(b'#'),
+            any::<u8>()
+        ],
+        0..4,
+    );
     prop_oneof![
         (field.clone(), encoding).prop_map(|(name, encoding)| Part::Field { name, encoding }),
         form.prop_map(Part::Timestamp),

@@ -268,11 +268,18 @@ fn by_customer_only(dir: &std::path::Path, key: &str) -> Result<Table> {
         .primary_key(&["order_id"])
         .source_of_truth(LayoutSpec::new("orders", "pad(order_id,10)"))
         .layout(LayoutSpec::new("orders_by_customer", key).time("placed_at"));
-    Ok(Table::create(open_store(dir)?, &schema, cellar_tables::TableOptions::default())?)
+    Ok(Table::create(
+        open_store(dir)?,
+        &schema,
+        cellar_tables::TableOptions::default(),
+    )?)
 }
 
 fn placed(id: i64, at: u64) -> Record {
-    Record::new().with("order_id", id).with("customer", 1).with("placed_at", at as i64)
+    Record::new()
+        .with("order_id", id)
+        .with("customer", 1)
+        .with("placed_at", at as i64)
 }
 
 /// Times run to `i64::MAX` milliseconds, but a key's time forms do not: 13
@@ -294,9 +301,18 @@ fn times_past_what_a_layouts_time_form_can_hold_are_refused_and_far_bounds_are_c
         Ok(answer.records.iter().map(|r| r.int("order_id")).collect())
     };
     for (key, last) in [
-        ("pad(customer,8) | day(ts) ts(ms,8) pad(order_id,10)", LAST_DAY_OF_9999 + DAY - 1),
-        ("pad(customer,8) | month(ts) ts(ms,8) pad(order_id,10)", LAST_DAY_OF_9999 + DAY - 1),
-        ("pad(customer,8) | hour(ts) ts(ms,8) pad(order_id,10)", LAST_DAY_OF_9999 + DAY - 1),
+        (
+            "pad(customer,8) | day(ts) ts(ms,8) pad(order_id,10)",
+            LAST_DAY_OF_9999 + DAY - 1,
+        ),
+        (
+            "pad(customer,8) | month(ts) ts(ms,8) pad(order_id,10)",
+            LAST_DAY_OF_9999 + DAY - 1,
+        ),
+        (
+            "pad(customer,8) | hour(ts) ts(ms,8) pad(order_id,10)",
+            LAST_DAY_OF_9999 + DAY - 1,
+        ),
         ("pad(customer,8) | ts(ms) pad(order_id,10)", 9_999_999_999_999),
     ] {
         let dir = tempfile::tempdir()?;
@@ -305,7 +321,10 @@ fn times_past_what_a_layouts_time_form_can_hold_are_refused_and_far_bounds_are_c
         assert_eq!(ids(&table, &since(T0 - HOUR))?, [Some(1)], "{key}");
         // Past its last time the form refuses, by name; nothing is written.
         let refused = table.insert(&placed(2, last + 1)).err().map(|e| e.to_string());
-        assert!(refused.as_deref().is_some_and(|m| m.contains("cannot encode")), "{key}: {refused:?}");
+        assert!(
+            refused.as_deref().is_some_and(|m| m.contains("cannot encode")),
+            "{key}: {refused:?}"
+        );
         assert_eq!(table.get(&Record::new().with("order_id", 2))?, None, "{key}");
         // Its last time is a time like another.
         table.insert(&placed(3, last))?;

@@ -128,7 +128,10 @@ fn hbase_statements_write_a_hash_sign_as_an_escape_so_the_shell_runs_no_text() -
     for s in &strings {
         assert!(!s.contains('#'), "a bare # inside {s:?}");
     }
-    assert!(shell.contains(r#"put 'notes_by_body', "\x23{`touch pwned`} \x23@x \x23$y", "f:\x000001""#), "{shell}");
+    assert!(
+        shell.contains(r#"put 'notes_by_body', "\x23{`touch pwned`} \x23@x \x23$y", "f:\x000001""#),
+        "{shell}"
+    );
     Ok(())
 }
 

@@ -385,9 +385,18 @@ fn run_until_reopen(
 ) -> std::result::Result<bool, TestCaseError> {
     let err = |e: Error| TestCaseError::fail(e.to_string());
     // A layout left building by the last handle: its backfill resumes.
-    let building = table.definition().layouts.iter().find(|l| !l.is_readable()).map(|l| l.name.clone());
+    let building = table
+        .definition()
+        .layouts
+        .iter()
+        .find(|l| !l.is_readable())
+        .map(|l| l.name.clone());
     let mut backfill = match building {
-        Some(name) => Some(table.backfill(&name, BackfillOptions { batch_records: 3 }).map_err(err)?),
+        Some(name) => Some(
+            table
+                .backfill(&name, BackfillOptions { batch_records: 3 })
+                .map_err(err)?,
+        ),
         None => None,
     };
     for op in ops.by_ref() {
@@ -481,10 +490,7 @@ fn run_until_reopen(
                             warehouse,
                             ship_h,
                             status,
-                        } => batch.insert(
-                            table,
-                            inserted(*id, *customer, *placed_h, *warehouse, *ship_h, *status),
-                        ),
+                        } => batch.insert(table, inserted(*id, *customer, *placed_h, *warehouse, *ship_h, *status)),
                         Op::Update {
                             id,
                             customer,

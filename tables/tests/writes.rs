@@ -372,13 +372,22 @@ fn a_layout_cannot_take_a_family_that_another_tables_layout_lives_in() -> Result
             .err()
             .map(|e| e.to_string());
         assert!(
-            refused.as_deref().is_some_and(|m| m.contains(taken) && m.contains("table orders")),
+            refused
+                .as_deref()
+                .is_some_and(|m| m.contains(taken) && m.contains("table orders")),
             "{taken}: {refused:?}"
         );
     }
-    let invoices = Table::create(store.clone(), &invoices("invoices_by_customer"), TableOptions::default())?;
+    let invoices = Table::create(
+        store.clone(),
+        &invoices("invoices_by_customer"),
+        TableOptions::default(),
+    )?;
     let refused = invoices
-        .stage_layout(&LayoutSpec::new("orders_by_warehouse_day", "pad(customer,8) | pad(invoice_id,10)"))
+        .stage_layout(&LayoutSpec::new(
+            "orders_by_warehouse_day",
+            "pad(customer,8) | pad(invoice_id,10)",
+        ))
         .err()
         .map(|e| e.to_string());
     assert!(
@@ -401,8 +410,12 @@ fn a_layout_cannot_take_a_family_that_another_tables_layout_lives_in() -> Result
 #[test]
 fn a_write_at_a_fixed_time_older_than_the_record_is_refused_not_hidden() -> Result {
     let dir = tempfile::tempdir()?;
-    Table::create(open_store(dir.path())?, &orders_schema(), TableOptions::default().fixed_time(T0))?
-        .insert(&order(7, 42, T0, 3, T0 + DAY, "placed"))?;
+    Table::create(
+        open_store(dir.path())?,
+        &orders_schema(),
+        TableOptions::default().fixed_time(T0),
+    )?
+    .insert(&order(7, 42, T0, 3, T0 + DAY, "placed"))?;
     let past = TableOptions::default().fixed_time(T0 - 1);
     let table = Table::open(open_store(dir.path())?, "orders", past)?;
     let moved = table.update(&key(7), &Record::new().with("customer", 43));
@@ -413,7 +426,11 @@ fn a_write_at_a_fixed_time_older_than_the_record_is_refused_not_hidden() -> Resu
     assert_eq!(table.get(&key(7))?.and_then(|r| r.int("customer")), Some(42));
     drop(table);
 
-    let table = Table::open(open_store(dir.path())?, "orders", TableOptions::default().fixed_time(T0))?;
+    let table = Table::open(
+        open_store(dir.path())?,
+        "orders",
+        TableOptions::default().fixed_time(T0),
+    )?;
     table.update(&key(7), &Record::new().with("customer", 43))?;
     assert!(table.verify()?.is_consistent(), "{}", table.verify()?);
     assert!(table.delete(&key(7))?.is_some());
