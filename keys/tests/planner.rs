@@ -314,3 +314,47 @@ fn a_salt_with_more_buckets_than_a_fan_out_allows_is_refused_before_its_buckets_
     assert_eq!((p.kind, p.ranges.len()), (PlanKind::FanOut, 256));
     Ok(())
 }
+
+/// A value no key of the design can hold matches no row: the plan reads
+/// nothing, and says which part refuses the value.
+#[test]
+fn a_value_no_key_can_hold_is_a_plan_that_reads_nothing() -> Result<(), Error> {
+    use cellar_keys::planner::{describe, Query, TimePredicate};
+    use cellar_keys::workload::Value;
+    let design = parse(r##"pad(customer,4) | ts(ms) "#" field(order_id)"##)?;
+    let query = |customer: i64, time: TimePredicate| Query {
+        name: format!("customer {customer}"),
+        equals: vec![("customer".into(), Value::Int(customer))],
+        time,
+        newest_first: false,
+        limit: Some(5),
+    };
+    for (q, says) in [
+        (
+            query(-1, TimePredicate::Any),
+            "pad(customer,4) cannot hold -1: negative numbers cannot be zero-padded",
+        ),
+        (
+            query(10_000, TimePredicate::Any),
+            "pad(customer,4) cannot hold 10000: needs more than 4 digits",
+        ),
+        (
+            query(42, TimePredicate::At(10_000_000_000_000)),
+            "ts(ms) cannot hold 10000000000000: needs more than 13 digits",
+        ),
+    ] {
+        for hashed in [false, true] {
+            let p = plan(&design, &q, hashed, "order_id")?;
+            assert_eq!(
+                (p.kind, p.ranges.len(), p.exact),
+                (PlanKind::Empty, 0, true),
+                "{}",
+                q.name
+            );
+            assert_eq!(p.partitions, hashed.then(Vec::new));
+            assert!(p.note.contains(says), "{}", p.note);
+            assert!(describe(&p, None, hashed)[1].starts_with("  plan: nothing to read: "));
+        }
+    }
+    Ok(())
+}

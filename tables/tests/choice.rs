@@ -369,3 +369,36 @@ fn a_path_that_matches_its_range_field_exactly_reads_that_time_not_the_whole_ran
     }
     Ok(())
 }
+
+/// A value the layout's key cannot hold (a negative customer, or one wider
+/// than `pad(customer,8)`) is in no record of it: every record was written
+/// there, so the answer is empty, read from nowhere. (The planner's refusal
+/// to encode it failed the whole read, a filtering scan included.)
+#[test]
+fn a_value_the_serving_layouts_key_cannot_hold_matches_no_record() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path())?;
+    for customer in [-1, 100_000_000, i64::MAX, i64::MIN] {
+        let params = Params::new().eq("customer", customer);
+        for options in [QueryOptions::default(), QueryOptions::default().allow_filtering()] {
+            let answer = table.query_with(&latest_of_customer(3), &params, options)?;
+            assert_eq!(answer.records, [], "{customer}");
+            assert_eq!(answer.layout, "orders_by_customer", "{customer}");
+            assert_eq!(answer.requests, 0, "{customer}: nothing to read");
+        }
+        let between = params.between(T0, T0 + DAY);
+        assert_eq!(table.query(&latest_of_customer(3), &between)?.records, [], "{customer}");
+    }
+    // A time past the last one ts(ms) writes, matched exactly.
+    let path = AccessPath::new("orders shipped at")
+        .equals("warehouse")
+        .equals("shipped_at");
+    let params = Params::new().eq("warehouse", 1).eq("shipped_at", 10_000_000_000_000i64);
+    assert_eq!(
+        table
+            .query_with(&path, &params, QueryOptions::default().allow_filtering())?
+            .records,
+        []
+    );
+    Ok(())
+}

@@ -26,6 +26,10 @@ pub enum PlanKind {
     FanOut,
     /// Every row of the table.
     FullScan,
+    /// Nothing to read: the read names a value no key of the design can
+    /// hold (a negative number under `pad(..)`, a time past what `ts(ms)`
+    /// writes), so no row matches.
+    Empty,
 }
 
 /// One scan of the key space, `[from, to)`.
@@ -99,6 +103,9 @@ struct Walk {
     partition_unknown: bool,
     /// Hashed stores: the partition keys the read visits.
     partitions: Option<Vec<Vec<u8>>>,
+    /// A value the read names that the part it belongs in cannot hold, and
+    /// why: no key holds it, so nothing matches.
+    unheld: Option<String>,
 }
 
 /// What one part did to the walk.
@@ -109,6 +116,8 @@ enum Step {
     Range,
     /// The read cannot fix it: the walk stops before it.
     Stop,
+    /// The part cannot hold the value the read names: no row matches.
+    Unheld,
 }
 
 impl Walk {
@@ -126,6 +135,7 @@ impl Walk {
             stopped_at: None,
             partition_unknown: false,
             partitions: None,
+            unheld: None,
         };
         let partition_len = if hashed { design.partition_len() } else { 0 };
         for (i, part) in design.parts.iter().enumerate() {
@@ -143,6 +153,10 @@ impl Walk {
                     if in_partition {
                         w.partition_unknown = true;
                     }
+                    w.stopped_at = Some(i);
+                    break;
+                }
+                Step::Unheld => {
                     w.stopped_at = Some(i);
                     break;
                 }
@@ -181,7 +195,11 @@ impl Walk {
                 });
                 match value {
                     Some(v) => {
-                        self.push(&Part::encode_field(&v, *encoding)?);
+                        let bytes = match Part::encode_field(&v, *encoding) {
+                            Ok(bytes) => bytes,
+                            Err(e) => return Ok(self.unheld(part, &v.to_string(), e)),
+                        };
+                        self.push(&bytes);
                         self.fixed.push(part.to_string());
                         self.narrowed = true;
                         if name == "ts" {
@@ -195,9 +213,11 @@ impl Walk {
                 }
             }
             Part::Timestamp(form) => match query.time {
-                // No key holds a time past the form's last: the walk stops
-                // here, and the filter finds that nothing matches.
-                TimePredicate::At(t) if t > form.last_ms() => Step::Stop,
+                // No key holds a time past the form's last.
+                TimePredicate::At(t) if t > form.last_ms() => match form.encode(t) {
+                    Err(e) => self.unheld(part, &t.to_string(), e),
+                    Ok(_) => Step::Stop,
+                },
                 TimePredicate::At(t) => {
                     self.push(&form.encode(t)?);
                     self.fixed.push(part.to_string());
@@ -207,7 +227,10 @@ impl Walk {
                 }
                 // A bound past the form's last time ("from a on", to =
                 // u64::MAX) reads up to that last time: no key holds a later one.
-                TimePredicate::Between(a, b) if b > a && a > form.last_ms() => Step::Stop,
+                TimePredicate::Between(a, b) if b > a && a > form.last_ms() => match form.encode(a) {
+                    Err(e) => self.unheld(part, &format!("[{a}, {b})"), e),
+                    Ok(_) => Step::Stop,
+                },
                 TimePredicate::Between(a, b) if b > a => {
                     let b = b.min(form.last_ms().saturating_add(1));
                     if in_partition {
@@ -275,6 +298,16 @@ impl Walk {
         self.fan_out(&values, part)
     }
 
+    /// Notes that `part` cannot hold `value` (the encoder said why).
+    fn unheld(&mut self, part: &Part, value: &str, why: crate::Error) -> Step {
+        let why = match why {
+            crate::Error::Encode { why, .. } => why,
+            other => other.to_string(),
+        };
+        self.unheld = Some(format!("{part} cannot hold {value}: {why}"));
+        Step::Unheld
+    }
+
     fn push(&mut self, bytes: &[u8]) {
         for p in &mut self.prefixes {
             p.extend_from_slice(bytes);
@@ -317,6 +350,21 @@ impl Walk {
 /// partition key (Cassandra, DynamoDB) instead of keeping the whole key sorted.
 pub fn plan(design: &KeyDesign, query: &Query, hashed: bool, id_field: &str) -> Result<Plan> {
     let mut w = Walk::over(design, query, hashed)?;
+    if let Some(why) = w.unheld.take() {
+        return Ok(Plan {
+            query: query.clone(),
+            kind: PlanKind::Empty,
+            fixed: std::mem::take(&mut w.fixed),
+            range_on: None,
+            fan_out: None,
+            ranges: Vec::new(),
+            exact: true,
+            newest_first_order: true,
+            partitions: hashed.then(Vec::new),
+            serving_layout: None,
+            note: format!("no key holds what the read names: {why}"),
+        });
+    }
     let next_part = w.stopped_at.and_then(|i| design.parts.get(i));
     let newest_first_order = matches!(next_part, Some(Part::Timestamp(f)) if f.newest_first())
         || (w.stopped_at.is_none() && w.prefixes.len() == 1);
@@ -395,6 +443,8 @@ fn note(plan: &Plan, w: &Walk, design: &KeyDesign, next_part: Option<&Part>, pus
             "the read fixes no leading part (the key starts with {}): every row is read",
             first_value_part.map_or("nothing".into(), |p| p.to_string())
         ),
+        // `plan` writes its own note.
+        PlanKind::Empty => "nothing to read".to_string(),
     };
     if query.newest_first && !full {
         if push_limit {

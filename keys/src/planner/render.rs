@@ -13,6 +13,7 @@ pub fn describe(plan: &Plan, exec: Option<&Execution>, hashed: bool) -> Vec<Stri
         PlanKind::RangeScan => "one range scan".to_string(),
         PlanKind::FanOut => format!("fan-out of {} scans", plan.ranges.len()),
         PlanKind::FullScan => "FULL SCAN".to_string(),
+        PlanKind::Empty => "nothing to read".to_string(),
     };
     let limit = plan.ranges.first().and_then(|r| r.limit);
     out.push(format!(
