@@ -87,7 +87,7 @@ impl SplitPolicy {
         match *self {
             SplitPolicy::Stepping { flush_rows, max_rows } => {
                 if regions_on_server <= 1 {
-                    (2 * flush_rows).min(max_rows)
+                    flush_rows.saturating_mul(2).min(max_rows)
                 } else {
                     max_rows
                 }

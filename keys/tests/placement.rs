@@ -40,6 +40,13 @@ fn stepping_is_twice_flush_for_one_region_then_the_maximum() {
     assert_eq!(p.split_size(2), 10 * GB);
     assert_eq!(p.split_size(9), 10 * GB);
     assert_eq!(SplitPolicy::Constant { max_rows: 10 * GB }.split_size(3), 10 * GB);
+    // Twice a flush size past half of u64 is the maximum, not a wrapped 0
+    // (or an overflow panic in a debug build): `--flush-rows` is any u64.
+    let huge = SplitPolicy::Stepping {
+        flush_rows: 1 << 63,
+        max_rows: u64::MAX,
+    };
+    assert_eq!(huge.split_size(1), u64::MAX);
 }
 
 fn keys_of(run: &Run) -> BTreeSet<Vec<u8>> {
