@@ -81,17 +81,20 @@ pub fn key_column(part: &Part, columns: &CqlColumns) -> Option<KeyColumn> {
         note,
     };
     let time = &columns.time_field;
+    // A CQL int is 32 bits, signed: a bucket number past it is a bigint.
+    let int_for = |largest: u64| if largest > i32::MAX as u64 { "bigint" } else { "int" };
     Some(match part {
         Part::Field { name, .. } => column(name, &columns.type_of(name), false, None),
         Part::Timestamp(form) if form.is_bucket() => {
-            let (name, shape) = match form {
-                TimeForm::HourBucket => ("hour", "YYYYMMDDHH"),
-                TimeForm::DayBucket => ("day", "YYYYMMDD"),
-                _ => ("month", "YYYYMM"),
+            // The largest bucket each can write is of the year 9999.
+            let (name, shape, largest) = match form {
+                TimeForm::HourBucket => ("hour", "YYYYMMDDHH", 9_999_123_123),
+                TimeForm::DayBucket => ("day", "YYYYMMDD", 99_991_231),
+                _ => ("month", "YYYYMM", 999_912),
             };
             column(
                 name,
-                "int",
+                int_for(largest),
                 false,
                 Some(format!(
                     "{name}: the {name} bucket ({shape}) of {time}, computed by the writer"
@@ -101,7 +104,7 @@ pub fn key_column(part: &Part, columns: &CqlColumns) -> Option<KeyColumn> {
         Part::Timestamp(form) => column(time, "timestamp", form.newest_first(), None),
         Part::Salt { field, buckets } => column(
             "salt",
-            "int",
+            int_for(u64::from(*buckets).saturating_sub(1)),
             false,
             Some(format!(
                 "salt: hash({field}) mod {buckets}, computed by the writer and by every reader"
@@ -109,7 +112,7 @@ pub fn key_column(part: &Part, columns: &CqlColumns) -> Option<KeyColumn> {
         ),
         Part::RoundRobin { buckets } => column(
             "shard",
-            "int",
+            int_for(u64::from(*buckets).saturating_sub(1)),
             false,
             Some(format!(
                 "shard: write number mod {buckets}; readers must query every shard"

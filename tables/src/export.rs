@@ -65,7 +65,7 @@ fn key_values(def: &Definition, layout: &Layout, record: &Record) -> Result<Vec<
                 // A value the writer computes: a bucket or salt number, a hash prefix.
                 let bytes = layout.part_bytes(&def.schema, part, record)?;
                 let text = String::from_utf8_lossy(&bytes).into_owned();
-                if col.cql_type == "int" {
+                if col.cql_type == "int" || col.cql_type == "bigint" {
                     text.trim_start_matches('0').parse::<i64>().unwrap_or(0).to_string()
                 } else {
                     cql_literal(&Value::Text(text))

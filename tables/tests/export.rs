@@ -158,3 +158,31 @@ fn hbase_schema_for_more_regions_than_rows_cuts_between_every_row() -> Result {
     }
     Ok(())
 }
+
+/// A CQL `int` is 32 bits: an hour bucket (`YYYYMMDDHH`) passes it from the
+/// year 2148, and a salt of more than 2^31 buckets from bucket 2^31. Those
+/// columns are `bigint`; a day, a month and a small salt stay `int`.
+#[test]
+fn computed_key_columns_that_pass_32_bits_are_bigint_in_cql() -> Result {
+    let dir = tempfile::tempdir()?;
+    let schema = cellar_tables::Schema::new("events")
+        .int("id")
+        .time("at")
+        .primary_key(&["id"])
+        .source_of_truth(LayoutSpec::new("events", "salt(id,4294967295) pad(id,10)"))
+        .layout(LayoutSpec::new("events_by_hour", "hour(ts) | ts(ms) pad(id,10)").time("at"))
+        .layout(LayoutSpec::new("events_by_day", "salt(id,16) day(ts) | ts(ms) pad(id,10)").time("at"));
+    let table = cellar_tables::Table::create(open_store(dir.path())?, &schema, cellar_tables::TableOptions::default())?;
+    let cql = table.cql_schema();
+    for column in ["salt bigint", "hour bigint", "day int"] {
+        assert!(cql.contains(column), "{column}: {cql}");
+    }
+    assert_eq!(cql.matches("salt int").count(), 1, "{cql}");
+    // 2200-01-01 00:00 UTC.
+    let insert = table.cql_insert(&Record::new().with("id", 7).with("at", 7_258_118_400_000i64))?;
+    assert!(
+        insert.contains("hour, at, id) VALUES (2200010100, 7258118400000, 7)"),
+        "{insert}"
+    );
+    Ok(())
+}
