@@ -358,3 +358,29 @@ fn a_value_no_key_can_hold_is_a_plan_that_reads_nothing() -> Result<(), Error> {
     }
     Ok(())
 }
+
+/// A read "from then on" (`to = u64::MAX`) matches every later row: the
+/// bounds are compared as the unsigned milliseconds they are (cast to i64,
+/// the end became -1 and the range matched nothing).
+#[test]
+fn a_time_range_ending_at_u64_max_matches_every_later_row() {
+    use cellar_keys::planner::{Query, TimePredicate};
+    use cellar_keys::workload::Value;
+    let since = |from: u64| Query {
+        name: "from then on".into(),
+        equals: Vec::new(),
+        time: TimePredicate::Between(from, u64::MAX),
+        newest_first: false,
+        limit: None,
+    };
+    let at = |ts: i64| move |f: &str| (f == "ts").then_some(Value::Int(ts));
+    assert!(since(0).matches(at(5)));
+    assert!(since(5).matches(at(i64::MAX)));
+    assert!(!since(6).matches(at(5)));
+    assert!(!since(0).matches(at(-1)), "no time is negative");
+    let point = Query {
+        time: TimePredicate::At(u64::MAX),
+        ..since(0)
+    };
+    assert!(!point.matches(at(-1)), "u64::MAX is not -1");
+}

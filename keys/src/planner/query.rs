@@ -33,10 +33,16 @@ pub struct Query {
 impl Query {
     /// True if a record with these field values answers the read.
     pub fn matches(&self, get: impl Fn(&str) -> Option<Value>) -> bool {
-        let time_ok = match (self.time, get("ts")) {
+        // Times are unsigned milliseconds: compared as u64, a bound past
+        // i64::MAX (a read "from then on") is not a negative number.
+        let ts = match get("ts") {
+            Some(Value::Int(ts)) => u64::try_from(ts).ok(),
+            _ => None,
+        };
+        let time_ok = match (self.time, ts) {
             (TimePredicate::Any, _) => true,
-            (TimePredicate::At(t), Some(Value::Int(ts))) => ts == t as i64,
-            (TimePredicate::Between(a, b), Some(Value::Int(ts))) => (a as i64..b as i64).contains(&ts),
+            (TimePredicate::At(t), Some(ts)) => ts == t,
+            (TimePredicate::Between(a, b), Some(ts)) => (a..b).contains(&ts),
             _ => false,
         };
         time_ok && self.equals.iter().all(|(f, v)| get(f).as_ref() == Some(v))
