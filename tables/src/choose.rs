@@ -325,10 +325,19 @@ fn suggest(def: &Definition, path: &AccessPath, params: &Params) -> Result<Optio
         parts,
         partition_parts: None,
     };
-    let name = match (path.equals.is_empty(), &path.range) {
+    let base = match (path.equals.is_empty(), &path.range) {
         (false, _) => format!("{}_by_{}", schema.name, path.equals.join("_")),
         (true, Some(r)) => format!("{}_by_{r}_hour", schema.name),
         (true, None) => return Ok(None),
+    };
+    // A name the table does not have yet, so that add_layout takes the
+    // suggestion as it is: the layout by the same fields may exist, ordered
+    // by another time.
+    let candidates = std::iter::once(base.clone())
+        .chain(path.range.iter().map(|r| format!("{base}_{r}")))
+        .chain((2..10).map(|n| format!("{base}_{n}")));
+    let Some(name) = candidates.into_iter().find(|n| def.layout(n).is_err()) else {
+        return Ok(None);
     };
     let mut spec = LayoutSpec::new(&name, &key.to_string());
     if let Some(r) = &path.range {

@@ -402,3 +402,29 @@ fn a_value_the_serving_layouts_key_cannot_hold_matches_no_record() -> Result {
     );
     Ok(())
 }
+
+/// The layout a refusal proposes is ready for `add_layout`: its name is not
+/// one the table already has (a customer's orders by ship time would be
+/// `orders_by_customer`, the name of the layout ordered by placement time).
+#[test]
+fn a_suggested_layout_is_named_so_that_add_layout_takes_it() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path())?;
+    let shipped_by_customer = AccessPath::new("a customer's orders by ship time")
+        .equals("customer")
+        .oldest_first("shipped_at");
+    let params = Params::new().eq("customer", 2).between(T0, T0 + 3 * DAY);
+    let Planned::Unserved { suggestion, .. } = table.plan(&shipped_by_customer, &params)? else {
+        return Err("served".into());
+    };
+    let suggestion = suggestion.ok_or("no suggestion")?;
+    assert_eq!(suggestion.name, "orders_by_customer_shipped_at");
+    table.add_layout(&suggestion, BackfillOptions::default(), &mut |_| {})?;
+    let answer = table.query(&shipped_by_customer, &params)?;
+    assert_eq!(answer.layout, "orders_by_customer_shipped_at");
+    assert_eq!(
+        answer.records,
+        table.filtering_scan(&shipped_by_customer, &params)?.records
+    );
+    Ok(())
+}
