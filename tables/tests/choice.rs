@@ -428,3 +428,21 @@ fn a_suggested_layout_is_named_so_that_add_layout_takes_it() -> Result {
     );
     Ok(())
 }
+
+/// Limits at the ends of `usize`: none is "no record", the largest is
+/// every record, pushed into the slice as they are.
+#[test]
+fn a_limit_of_zero_reads_nothing_and_the_largest_reads_all() -> Result {
+    let dir = tempfile::tempdir()?;
+    let table = loaded(dir.path())?;
+    let params = Params::new().eq("customer", 1);
+    let none = table.query(&latest_of_customer(0), &params)?;
+    assert_eq!(none.records, []);
+    let all = table.query(&latest_of_customer(usize::MAX), &params)?;
+    assert_eq!(ids(&all.records), (0..10).rev().map(|i| 4 * i + 1).collect::<Vec<_>>());
+    assert_eq!(
+        all.records,
+        table.filtering_scan(&latest_of_customer(usize::MAX), &params)?.records
+    );
+    Ok(())
+}
