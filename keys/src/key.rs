@@ -128,13 +128,16 @@ impl TimeForm {
     }
 
     /// The last millisecond this form can write: 13 digits end in 2286, a
-    /// bucket's four-digit year in 9999 ([`encoding::LAST_BUCKET_MS`]); the
-    /// other forms take every `u64`.
+    /// bucket's four-digit year in 9999 ([`encoding::LAST_BUCKET_MS`]), a
+    /// reverse timestamp at `Long.MAX_VALUE` (past it, `Long.MAX_VALUE - ts`
+    /// would be negative: every later time would share the key of
+    /// `Long.MAX_VALUE`); 8 bytes take every `u64`.
     pub fn last_ms(self) -> u64 {
         match self {
             TimeForm::Millis13 => 9_999_999_999_999,
             TimeForm::HourBucket | TimeForm::DayBucket | TimeForm::MonthBucket => encoding::LAST_BUCKET_MS,
-            TimeForm::Bytes8 | TimeForm::Reversed8 | TimeForm::Reversed19 => u64::MAX,
+            TimeForm::Reversed8 | TimeForm::Reversed19 => encoding::LONG_MAX,
+            TimeForm::Bytes8 => u64::MAX,
         }
     }
 
@@ -145,10 +148,12 @@ impl TimeForm {
             return Err(Error::Encode {
                 value: ts.to_string(),
                 encoding: Part::Timestamp(self).to_string(),
-                why: if self.is_bucket() {
-                    "it is past the year 9999, and a bucket's year has four digits".into()
-                } else {
-                    "needs more than 13 digits".into()
+                why: match self {
+                    TimeForm::Millis13 => "needs more than 13 digits".into(),
+                    TimeForm::Reversed8 | TimeForm::Reversed19 => {
+                        "it is past Long.MAX_VALUE, and Long.MAX_VALUE - ts would be negative".into()
+                    }
+                    _ => "it is past the year 9999, and a bucket's year has four digits".into(),
                 },
             });
         }

@@ -171,6 +171,13 @@ fn time_forms_keep_their_width_to_their_last_time_and_refuse_what_follows() {
             assert!(matches!(form.encode(u64::MAX), Err(Error::Encode { .. })), "{form:?}");
         }
     }
+    // Two times never share a key: past Long.MAX_VALUE a reverse timestamp
+    // would be clamped to 0, the key of Long.MAX_VALUE itself.
+    for form in [TimeForm::Bytes8, TimeForm::Reversed8, TimeForm::Reversed19] {
+        let at_max = form.encode(LONG_MAX).ok();
+        assert!(at_max.is_some(), "{form:?}");
+        assert_ne!(form.encode(LONG_MAX + 1).ok(), at_max, "{form:?}");
+    }
     assert_eq!(LAST_BUCKET_MS, days_from_civil(10_000, 1, 1) as u64 * DAY_MS - 1);
     assert_eq!(
         TimeForm::DayBucket.encode(LAST_BUCKET_MS).ok(),
