@@ -324,6 +324,25 @@ fn declarations_that_cannot_work_are_refused_with_the_reason() {
         refused(base().layout(LayoutSpec::new("table_catalog", "pad(order_id,12)"))),
         "table orders: layout table_catalog: table_catalog is the family of the table catalog"
     );
+    // A field the table does not have, said in the table's terms (it was
+    // "the orders workload has ... and ts"); `ts` is the key syntax's name
+    // for the time field, not a field, and was accepted: every insert then
+    // failed with "the record has no ts".
+    for (key, part, field) in [
+        ("pad(cust,8) | pad(order_id,10)", "pad(cust,8)", "cust"),
+        ("salt(cust,4) pad(order_id,10)", "salt(cust,4)", "cust"),
+        ("pad(ts,13) pad(order_id,10)", "pad(ts,13)", "ts"),
+        ("hash(ts,2) pad(order_id,10)", "hash(ts,2)", "ts"),
+    ] {
+        assert_eq!(
+            refused(base().layout(LayoutSpec::new("by_x", key))),
+            format!(
+                "table orders: layout by_x: {part} reads {field}, which is not a field of the table \
+                 (order_id, customer, placed_at, status)"
+            ),
+            "{key}"
+        );
+    }
 }
 
 #[test]
