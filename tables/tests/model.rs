@@ -72,6 +72,9 @@ enum Op {
         which: usize,
     },
     BackfillStep,
+    /// A backfill step with writes in its window (between its read of the
+    /// source and its copies); just the writes when no backfill runs.
+    BackfillStepWhile(Vec<Op>),
     /// The table and its store closed and opened again (a backfill under way
     /// resumes from its stored cursor).
     Reopen,
@@ -130,6 +133,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..5usize).prop_map(|which| Op::AddLayout { which }),
         1 => (0..5usize).prop_map(|which| Op::DropLayout { which }),
         2 => Just(Op::BackfillStep),
+        2 => proptest::collection::vec(write_op(), 1..3).prop_map(Op::BackfillStepWhile),
         1 => Just(Op::Reopen),
         2 => proptest::collection::vec(write_op(), 1..5).prop_map(Op::Batch),
     ]
@@ -419,58 +423,29 @@ fn run_until_reopen(
     };
     for op in ops.by_ref() {
         match op {
-            Op::Insert {
-                id,
-                customer,
-                placed_h,
-                warehouse,
-                ship_h,
-                status,
-            } => {
-                let record = inserted(id, customer, placed_h, warehouse, ship_h, status);
-                match table.insert(&record) {
-                    Ok(r) => {
-                        prop_assert!(!model.contains_key(&id));
-                        prop_assert_eq!(r.entries as usize, table.definition().layouts.len());
-                        model.insert(id, record);
+            Op::Insert { .. } | Op::Update { .. } | Op::Delete { .. } => apply_write(table, model, &op)?,
+            Op::BackfillStepWhile(writes) => {
+                // The writes land between the step's read of the source and
+                // its copies, with no lock held: the window a writer meets a
+                // backfill in.
+                let mut outcome = Ok(());
+                let mut meanwhile = || {
+                    for write in &writes {
+                        if outcome.is_ok() {
+                            outcome = apply_write(table, model, write);
+                        }
                     }
-                    Err(Error::Exists { .. }) => prop_assert!(model.contains_key(&id)),
-                    Err(e) => return Err(err(e)),
-                }
-            }
-            Op::Update {
-                id,
-                customer,
-                warehouse,
-                ship_h,
-                status,
-            } => {
-                let changes = changed(customer, warehouse, ship_h, status);
-                match table.update(&key(id), &changes) {
-                    Ok(report) => {
-                        let old = model
-                            .get(&id)
-                            .cloned()
-                            .ok_or_else(|| TestCaseError::fail("updated a missing record"))?;
-                        let new = old.merged(&changes);
-                        // It moved exactly where a field its key reads changed.
-                        let def = table.definition();
-                        let expect: Vec<String> = def
-                            .layouts
-                            .iter()
-                            .filter(|l| l.address(&def.schema, &old).ok() != l.address(&def.schema, &new).ok())
-                            .map(|l| l.name.clone())
-                            .collect();
-                        prop_assert_eq!(report.moved, expect);
-                        model.insert(id, new);
+                    Ok(())
+                };
+                match backfill.as_mut() {
+                    Some(b) => {
+                        if b.step_while(&mut meanwhile).map_err(err)? {
+                            backfill = None;
+                        }
                     }
-                    Err(Error::NotFound { .. }) => prop_assert!(!model.contains_key(&id)),
-                    Err(e) => return Err(err(e)),
+                    None => meanwhile().map_err(err)?,
                 }
-            }
-            Op::Delete { id } => {
-                let deleted = table.delete(&key(id)).map_err(err)?;
-                prop_assert_eq!(deleted.is_some(), model.remove(&id).is_some());
+                outcome?;
             }
             Op::AddLayout { which } => {
                 let spec = &candidates()[which];
@@ -551,6 +526,68 @@ fn run_until_reopen(
         check(table, model)?;
     }
     Ok(false)
+}
+
+/// One insert, update or delete, on the table and on the model.
+fn apply_write(table: &Table, model: &mut BTreeMap<i64, Record>, op: &Op) -> std::result::Result<(), TestCaseError> {
+    let err = |e: Error| TestCaseError::fail(e.to_string());
+    match op {
+        Op::Insert {
+            id,
+            customer,
+            placed_h,
+            warehouse,
+            ship_h,
+            status,
+        } => {
+            let (id, record) = (*id, inserted(*id, *customer, *placed_h, *warehouse, *ship_h, *status));
+            match table.insert(&record) {
+                Ok(r) => {
+                    prop_assert!(!model.contains_key(&id));
+                    prop_assert_eq!(r.entries as usize, table.definition().layouts.len());
+                    model.insert(id, record);
+                }
+                Err(Error::Exists { .. }) => prop_assert!(model.contains_key(&id)),
+                Err(e) => return Err(err(e)),
+            }
+        }
+        Op::Update {
+            id,
+            customer,
+            warehouse,
+            ship_h,
+            status,
+        } => {
+            let (id, changes) = (*id, changed(*customer, *warehouse, *ship_h, *status));
+            match table.update(&key(id), &changes) {
+                Ok(report) => {
+                    let old = model
+                        .get(&id)
+                        .cloned()
+                        .ok_or_else(|| TestCaseError::fail("updated a missing record"))?;
+                    let new = old.merged(&changes);
+                    // It moved exactly where a field its key reads changed.
+                    let def = table.definition();
+                    let expect: Vec<String> = def
+                        .layouts
+                        .iter()
+                        .filter(|l| l.address(&def.schema, &old).ok() != l.address(&def.schema, &new).ok())
+                        .map(|l| l.name.clone())
+                        .collect();
+                    prop_assert_eq!(report.moved, expect);
+                    model.insert(id, new);
+                }
+                Err(Error::NotFound { .. }) => prop_assert!(!model.contains_key(&id)),
+                Err(e) => return Err(err(e)),
+            }
+        }
+        Op::Delete { id } => {
+            let deleted = table.delete(&key(*id)).map_err(err)?;
+            prop_assert_eq!(deleted.is_some(), model.remove(id).is_some());
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// 48 cases by default (a few seconds); `PROPTEST_CASES=2000` for a long run.
