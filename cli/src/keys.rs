@@ -180,6 +180,9 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Error> {
         if n == 0 {
             return Err("--partition-parts must be at least 1".into());
         }
+        if key.partition_parts.is_some() {
+            return Err("--partition-parts is for a key with no '|': this key already ends its partition key".into());
+        }
         key.partition_parts = Some(n);
     }
     let kind = WorkloadKind::from_name(&args.workload)?;

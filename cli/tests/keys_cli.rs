@@ -123,6 +123,8 @@ fn bad_input_is_one_line_and_exit_1() -> Result {
             "18446744073709551615",
         ],
         vec!["--key", "field(customer)", "--span", "200000000000d"],
+        // The partition key given twice: the flag silently overrode the bar.
+        vec!["--key", "field(customer) | field(order_id)", "--partition-parts", "2"],
     ] {
         let output = assert_cmd::Command::new(common::bin())
             .arg("keys")
