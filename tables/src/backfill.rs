@@ -126,7 +126,7 @@ impl Table {
         next.layouts.push(layout);
         next.check_names()?;
         let mut changes = Changes::new(self.options.timestamp);
-        changes.put_definition(&next);
+        self.put_definition(&mut changes, &next)?;
         self.store.write(&changes.batch)?;
         *self.def.write() = std::sync::Arc::new(next);
         Ok(())
@@ -191,7 +191,7 @@ impl Table {
             let mut next = (*def).clone();
             next.layouts.retain(|l| l.name != name);
             let mut changes = Changes::new(self.options.timestamp);
-            changes.put_definition(&next);
+            self.put_definition(&mut changes, &next)?;
             self.store.write(&changes.batch)?;
             *self.def.write() = std::sync::Arc::new(next);
         }
@@ -291,7 +291,7 @@ impl Backfill<'_> {
                 };
             }
         }
-        changes.put_definition(&next);
+        table.put_definition(&mut changes, &next)?;
         table.store.write(&changes.batch)?;
         *table.def.write() = std::sync::Arc::new(next);
         self.progress.batches += 1;

@@ -484,6 +484,26 @@ impl Table {
         }
     }
 
+    /// Adds the rewrite of the table's definition to `changes` (the caller
+    /// holds the write lock). At a fixed time older than the stored
+    /// definition's it is refused: the catalog would keep the older cell
+    /// visible, and after a reopen the table would have its old layouts (a
+    /// dropped layout named again without its family, and the table would
+    /// not open; a staged one forgotten).
+    pub(crate) fn put_definition(&self, changes: &mut Changes, next: &Definition) -> Result<()> {
+        if let Some(fixed) = self.options.timestamp {
+            let stored = self.store.get(CATALOG_FAMILY, next.name(), DEFINITION_COLUMN)?;
+            if let Some(at) = stored.map(|cell| cell.timestamp).filter(|at| fixed < *at) {
+                return Err(next.schema.schema_error(format!(
+                    "its definition was stored at {at}, after the fixed time {fixed} this table writes at: a \
+                     change written then would be hidden behind it; write at {at} or later"
+                )));
+            }
+        }
+        changes.put_definition(next);
+        Ok(())
+    }
+
     /// The write lock: held by every write, from its read of the old record
     /// to its batch, and by each backfill batch.
     pub(crate) fn lock_writes(&self) -> MutexGuard<'_, ()> {

@@ -457,3 +457,44 @@ fn a_write_at_a_fixed_time_older_than_the_record_is_refused_not_hidden() -> Resu
     assert!(table.verify()?.is_consistent(), "{}", table.verify()?);
     Ok(())
 }
+
+/// The same rule for the catalog: a table whose definition was stored by
+/// the store's clock, opened with an older fixed time, must not change its
+/// definition at that time (a staged layout the catalog would not show after
+/// a reopen, a dropped layout coming back without its family). The change is
+/// refused and the stored definition stays the one in memory.
+#[test]
+fn a_definition_change_at_a_fixed_time_older_than_the_catalog_is_refused() -> Result {
+    let dir = tempfile::tempdir()?;
+    Table::create(open_store(dir.path())?, &orders_schema(), TableOptions::default())?.insert(&order(
+        7,
+        42,
+        T0,
+        3,
+        T0 + DAY,
+        "placed",
+    ))?;
+    let by_status = LayoutSpec::new("orders_by_status", r##"field(status) "#" | pad(order_id,10)"##);
+    let before = {
+        let table = Table::open(
+            open_store(dir.path())?,
+            "orders",
+            TableOptions::default().fixed_time(T0),
+        )?;
+        let staged = table.stage_layout(&by_status);
+        assert!(matches!(staged, Err(Error::Schema { .. })), "{staged:?}");
+        let dropped = table.drop_layout("orders_by_customer");
+        assert!(matches!(dropped, Err(Error::Schema { .. })), "{dropped:?}");
+        table.definition()
+    };
+    let table = Table::open(open_store(dir.path())?, "orders", TableOptions::default())?;
+    assert_eq!(*table.definition(), *before);
+    assert!(table.verify()?.is_consistent());
+    // By the clock, the change is made and kept.
+    table.add_layout(&by_status, cellar_tables::BackfillOptions::default(), &mut |_| {})?;
+    let after = table.definition();
+    drop(table);
+    let table = Table::open(open_store(dir.path())?, "orders", TableOptions::default())?;
+    assert_eq!(*table.definition(), *after);
+    Ok(())
+}
