@@ -43,12 +43,17 @@
 //! last durable batch ended ([`crate::Table::backfill`] on the building
 //! layout), and every write in between reached the layout by rule 1.
 //!
-//! The alternative, copying with the source cell's timestamp so that a
+//! The alternative, relying on the source cell's timestamp alone so that a
 //! newer write always wins, needs timestamps that strictly increase per
 //! record; a table writing at a fixed time (as the lesson does) has none,
 //! and the engine lets the later of two equal timestamps win, which would
 //! let a stale copy win. The re-read under the lock costs one point read per
 //! copied record and holds writers back for one batch at a time.
+//!
+//! A copy does carry the source cell's timestamp, though (the one the
+//! re-read returns): in families with a TTL a cell expires at its own time
+//! plus the TTL, so a copy stamped with the time of the backfill would
+//! outlive its source and serve a record the table no longer has.
 
 use cellar_engine::{RowRange, Snapshot};
 
@@ -272,7 +277,8 @@ impl Backfill<'_> {
             match now {
                 Some(cell) if cell.value == *value => {
                     let record = decode_cell(&def, source, at, value)?;
-                    changes.put(&layout.name, &layout.address(&def.schema, &record)?, value);
+                    let to = layout.address(&def.schema, &record)?;
+                    changes.put_as_of(&layout.name, &to, value, cell.timestamp);
                     self.progress.copied += 1;
                 }
                 _ => self.progress.skipped += 1,

@@ -192,9 +192,18 @@ impl Changes {
 
     pub(crate) fn put(&mut self, layout: &str, at: &Address, value: &[u8]) {
         match self.timestamp {
-            Some(ts) => self.batch.put_at(layout, &at.row, &at.column, ts, value),
-            None => self.batch.put(layout, &at.row, &at.column, value),
-        };
+            Some(ts) => self.put_as_of(layout, at, value, ts),
+            None => {
+                self.batch.put(layout, &at.row, &at.column, value);
+                self.count(layout, at.row.len() + at.column.len() + value.len(), false);
+            }
+        }
+    }
+
+    /// A put at a given time: a backfill's copy carries the time of the
+    /// source cell it copies.
+    pub(crate) fn put_as_of(&mut self, layout: &str, at: &Address, value: &[u8], timestamp: u64) {
+        self.batch.put_at(layout, &at.row, &at.column, timestamp, value);
         self.count(layout, at.row.len() + at.column.len() + value.len(), false);
     }
 

@@ -209,3 +209,36 @@ fn a_backfill_racing_a_writer_thread_leaves_every_layout_in_step() -> Result {
     }
     Ok(())
 }
+
+/// In families with a TTL a record expires from every layout together only
+/// if every copy carries the record's own time: a backfilled copy is written
+/// with the time of the source cell it copies, not the time of the copy, or
+/// it outlives its source (a stale entry the layout still serves).
+#[test]
+fn a_backfilled_copy_expires_with_its_source() -> Result {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    let dir = tempfile::tempdir()?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as u64;
+    let ttl = cellar_engine::FamilyOptions::default().ttl(Duration::from_millis(1500));
+    let written_at = now - 1000;
+    {
+        let options = cellar_tables::TableOptions::default()
+            .family_options(ttl.clone())
+            .fixed_time(written_at);
+        let table = Table::create(open_store(dir.path())?, &orders_schema(), options)?;
+        table.insert(&order(7, 42, written_at, 1, written_at, "placed"))?;
+    }
+    // Half a second before the record expires, a layout is added by the clock.
+    let table = Table::open(
+        open_store(dir.path())?,
+        "orders",
+        cellar_tables::TableOptions::default().family_options(ttl),
+    )?;
+    table.add_layout(&by_warehouse(), BackfillOptions::default(), &mut |_| {})?;
+    assert!(table.verify()?.is_consistent());
+    std::thread::sleep(Duration::from_millis(700));
+    let report = table.verify()?;
+    assert_eq!(report.records, 0, "the source's record has expired");
+    assert!(report.is_consistent(), "{report}");
+    Ok(())
+}
