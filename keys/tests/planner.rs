@@ -384,3 +384,33 @@ fn a_time_range_ending_at_u64_max_matches_every_later_row() {
     };
     assert!(!point.matches(at(-1)), "u64::MAX is not -1");
 }
+
+/// An empty literal after a text part does not close it: `"cp"` then `""`
+/// is also the start of `"cpu"`, so a read that fixes the text is not exact
+/// (rows of longer values lie in its slice and are dropped by the filter).
+#[test]
+fn an_empty_literal_does_not_close_a_text_part() -> Result<(), Error> {
+    use cellar_keys::planner::{Query, TimePredicate};
+    use cellar_keys::workload::Value;
+    let query = Query {
+        name: "metric cp".into(),
+        equals: vec![("metric".into(), Value::Text("cp".into()))],
+        time: TimePredicate::Any,
+        newest_first: false,
+        limit: Some(3),
+    };
+    for (key, exact) in [
+        (r##"field(metric) "" pad(device,4)"##, false),
+        (r##"field(metric) const("") pad(device,4)"##, false),
+        (r##"field(metric) "#" pad(device,4)"##, true),
+    ] {
+        let p = plan(&parse(key)?, &query, false, "device")?;
+        assert_eq!(p.exact, exact, "{key}: {}", p.note);
+        assert_eq!(
+            p.ranges[0].limit.is_some(),
+            exact,
+            "{key}: a limit only on an exact slice"
+        );
+    }
+    Ok(())
+}

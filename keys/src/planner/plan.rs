@@ -169,7 +169,12 @@ impl Walk {
                     ..
                 }
             );
-            if text && !design.parts.get(i + 1).is_some_and(Part::is_literal) {
+            // (An empty literal closes nothing.)
+            let closed = matches!(
+                design.parts.get(i + 1),
+                Some(Part::Constant(b) | Part::Separator(b)) if !b.is_empty()
+            );
+            if text && !closed {
                 w.ambiguous = true;
             }
         }
