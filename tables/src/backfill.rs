@@ -140,16 +140,23 @@ impl Table {
     /// A backfill of a staged layout (or one a crash interrupted: it resumes
     /// from its stored cursor).
     pub fn backfill(&self, layout: &str, options: BackfillOptions) -> Result<Backfill<'_>> {
+        // The layout is checked, the backfill registered and its snapshot
+        // taken under the lock of the running backfills, which a drop holds
+        // from its check to its new definition: so a backfill never starts
+        // on a layout a drop has already decided to remove.
+        let mut running = self.backfilling.lock();
         let def = self.definition();
         if def.layout(layout)?.is_readable() {
             return Err(Error::NothingToBackfill(layout.to_string()));
         }
-        if !self.backfilling.lock().insert(layout.to_string()) {
+        if !running.insert(layout.to_string()) {
             return Err(Error::BackfillRunning(layout.to_string()));
         }
+        let snapshot = self.store.snapshot();
+        drop(running);
         Ok(Backfill {
             table: self,
-            snapshot: self.store.snapshot(),
+            snapshot,
             options: BackfillOptions {
                 batch_records: options.batch_records.max(1),
             },
@@ -182,7 +189,11 @@ impl Table {
     /// the process stops between the two steps, the family stays behind,
     /// named by no definition: `cellar drop-family` removes it.
     pub fn drop_layout(&self, name: &str) -> Result<()> {
-        if self.backfilling.lock().contains(name) {
+        // Held until the definition no longer has the layout (see
+        // `Table::backfill`); taken before the write lock, as nothing takes
+        // them the other way round.
+        let running = self.backfilling.lock();
+        if running.contains(name) {
             return Err(Error::BackfillRunning(name.to_string()));
         }
         {
@@ -200,6 +211,7 @@ impl Table {
             self.store.write(&changes.batch)?;
             *self.def.write() = std::sync::Arc::new(next);
         }
+        drop(running);
         self.store.drop_family(name)?;
         Ok(())
     }
@@ -327,5 +339,57 @@ impl Backfill<'_> {
 impl Drop for Backfill<'_> {
     fn drop(&mut self) {
         self.table.backfilling.lock().remove(&self.progress.layout);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use cellar_engine::{Store, StoreOptions};
+
+    use super::*;
+    use crate::{Record, Schema, TableOptions};
+
+    /// A drop of a layout waits for the write lock after it has found no
+    /// backfill running; a backfill of that layout started in that wait
+    /// must not be granted, or it would fill (from a snapshot taken before
+    /// the drop) a layout of the same name staged again later, and mark it
+    /// complete without the records written in between. Here the test holds
+    /// the write lock as a writer would: the drop waits, a backfill is asked
+    /// for, and at most one of the two may succeed.
+    #[test]
+    fn a_backfill_asked_for_while_its_layout_is_being_dropped_is_refused(
+    ) -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = Arc::new(Store::open(dir.path(), StoreOptions::default())?);
+        let schema = Schema::new("t")
+            .int("id")
+            .int("group")
+            .primary_key(&["id"])
+            .source_of_truth(LayoutSpec::new("t", "pad(id,10)"));
+        let table = Table::create(store, &schema, TableOptions::default())?;
+        table.insert(&Record::new().with("id", 1).with("group", 1))?;
+        let by_group = LayoutSpec::new("t_by_group", "pad(group,4) | pad(id,10)");
+        table.stage_layout(&by_group)?;
+        let (dropped, started) = std::thread::scope(|s| {
+            let held = table.lock_writes();
+            let dropper = s.spawn(|| table.drop_layout("t_by_group"));
+            std::thread::sleep(Duration::from_millis(100));
+            let starter = s.spawn(|| table.backfill("t_by_group", BackfillOptions::default()).map(drop));
+            std::thread::sleep(Duration::from_millis(100));
+            drop(held);
+            (dropper.join(), starter.join())
+        });
+        let (dropped, started) = (
+            dropped.map_err(|_| "the drop panicked")?,
+            started.map_err(|_| "the backfill panicked")?,
+        );
+        assert!(
+            !(dropped.is_ok() && started.is_ok()),
+            "a backfill was granted for a layout being dropped"
+        );
+        Ok(())
     }
 }
