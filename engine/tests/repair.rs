@@ -164,20 +164,31 @@ fn a_table_that_does_not_read_back_goes_to_lost_and_the_rest_comes_back() -> Tes
     Ok(())
 }
 
-#[test]
-fn a_damaged_log_record_is_skipped_and_the_records_after_it_are_kept() -> TestResult {
-    let dir = tempfile::tempdir()?;
+/// A store in `dir` whose one non-empty log segment holds five records, one
+/// put each (`a0` to `a4` in family `a`): the segment's path.
+fn five_puts_in_one_log(dir: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
     {
-        let store = Store::open(dir.path(), options())?;
+        let store = Store::open(dir, options())?;
         for i in 0..5 {
             store.put_at("a", format!("a{i}"), "c", 1, format!("v{i}"))?;
         }
     }
-    let log = names_in(dir.path())
+    let logs: Vec<PathBuf> = names_in(dir)
         .into_iter()
-        .map(|n| dir.path().join(n))
-        .find(|p| p.extension().is_some_and(|e| e == "log") && std::fs::metadata(p).unwrap().len() > 0)
-        .unwrap();
+        .map(|n| dir.join(n))
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+        .collect();
+    match logs.as_slice() {
+        [log] => Ok(log.clone()),
+        _ => Err(format!("expected one non-empty log segment, found {logs:?}").into()),
+    }
+}
+
+#[test]
+fn a_damaged_log_record_is_skipped_and_the_records_after_it_are_kept() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let log = five_puts_in_one_log(dir.path())?;
     let mut bytes = std::fs::read(&log)?;
     let record = bytes.len() / 5;
     bytes[2 * record + 12] ^= 0x40; // record 2's payload
@@ -204,17 +215,7 @@ fn a_damaged_log_record_is_skipped_and_the_records_after_it_are_kept() -> TestRe
 #[test]
 fn a_log_record_that_is_not_a_write_batch_is_reported_and_its_segment_kept_in_lost() -> TestResult {
     let dir = tempfile::tempdir()?;
-    {
-        let store = Store::open(dir.path(), options())?;
-        for i in 0..5 {
-            store.put_at("a", format!("a{i}"), "c", 1, format!("v{i}"))?;
-        }
-    }
-    let log = names_in(dir.path())
-        .into_iter()
-        .map(|n| dir.path().join(n))
-        .find(|p| p.extension().is_some_and(|e| e == "log") && std::fs::metadata(p).unwrap().len() > 0)
-        .unwrap();
+    let log = five_puts_in_one_log(dir.path())?;
     let mut bytes = std::fs::read(&log)?;
     let record = bytes.len() / 5;
     let at = 2 * record;

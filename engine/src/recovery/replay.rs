@@ -288,7 +288,7 @@ mod tests {
     use crate::files;
     use crate::key::{self, Kind};
     use crate::log::{self, ReadMode};
-    use crate::{Error, ReadOnlyStore, Row, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
+    use crate::{Error, ReadOnlyStore, Row, RowRange, Snapshot, Store, StoreOptions, SyncPolicy, WriteBatch};
 
     type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
@@ -328,13 +328,18 @@ mod tests {
 
     /// Everything the store holds: every row of both families, and every
     /// version of the versioned columns.
+    /// Every row of families `a` and `b`, as one snapshot reads them.
+    fn rows_of_a_and_b(snapshot: &Snapshot) -> crate::Result<(Vec<Row>, Vec<Row>)> {
+        let rows = |family| {
+            snapshot
+                .scan(family, &RowRange::all())?
+                .collect::<crate::Result<Vec<Row>>>()
+        };
+        Ok((rows("a")?, rows("b")?))
+    }
+
     fn contents(store: &Store) -> crate::Result<Contents> {
-        let a = store
-            .scan("a", &RowRange::all())?
-            .collect::<crate::Result<Vec<Row>>>()?;
-        let b = store
-            .scan("b", &RowRange::all())?
-            .collect::<crate::Result<Vec<Row>>>()?;
+        let (a, b) = rows_of_a_and_b(&store.snapshot())?;
         let versions = (0..2)
             .map(|round| store.versions("b", "versioned", format!("col{round}")))
             .collect::<crate::Result<Vec<_>>>()?;
@@ -459,13 +464,7 @@ mod tests {
                 );
                 store.write(&two)?;
             }
-            let a = store
-                .scan("a", &RowRange::all())?
-                .collect::<crate::Result<Vec<Row>>>()?;
-            let b = store
-                .scan("b", &RowRange::all())?
-                .collect::<crate::Result<Vec<Row>>>()?;
-            (a, b)
+            rows_of_a_and_b(&store.snapshot())?
         };
         let all = segments(dir.path())?;
         assert!(all.len() >= 3, "rotations made several segments: {all:?}");
@@ -478,22 +477,9 @@ mod tests {
         assert_eq!(formats.first(), Some(&Some(0)));
         assert!(formats.iter().skip(1).any(|f| *f == Some(2)), "{formats:?}");
 
-        let snapshot = ReadOnlyStore::open(dir.path())?.snapshot();
-        let a = snapshot
-            .scan("a", &RowRange::all())?
-            .collect::<crate::Result<Vec<Row>>>()?;
-        let b = snapshot
-            .scan("b", &RowRange::all())?
-            .collect::<crate::Result<Vec<Row>>>()?;
-        assert_eq!((a, b), before);
+        assert_eq!(rows_of_a_and_b(&ReadOnlyStore::open(dir.path())?.snapshot())?, before);
         let store = Store::open(dir.path(), options())?;
-        let a = store
-            .scan("a", &RowRange::all())?
-            .collect::<crate::Result<Vec<Row>>>()?;
-        let b = store
-            .scan("b", &RowRange::all())?
-            .collect::<crate::Result<Vec<Row>>>()?;
-        assert_eq!((a, b), before);
+        assert_eq!(rows_of_a_and_b(&store.snapshot())?, before);
         Ok(())
     }
 
@@ -507,13 +493,7 @@ mod tests {
         };
         rewrite_in_the_first_format(dir.path())?;
         let snapshot = ReadOnlyStore::open(dir.path())?.snapshot();
-        let a = snapshot
-            .scan("a", &RowRange::all())?
-            .collect::<crate::Result<Vec<Row>>>()?;
-        let b = snapshot
-            .scan("b", &RowRange::all())?
-            .collect::<crate::Result<Vec<Row>>>()?;
-        assert_eq!((a, b), (before.0, before.1));
+        assert_eq!(rows_of_a_and_b(&snapshot)?, (before.0, before.1));
         Ok(())
     }
 
