@@ -21,7 +21,8 @@ fn nice_of_threads(name: &str) -> Result<Vec<i64>, Box<dyn std::error::Error>> {
         ) else {
             continue;
         };
-        if !name.starts_with(comm.trim_end()) {
+        let comm = comm.trim_end();
+        if comm.is_empty() || !name.starts_with(comm) {
             continue;
         }
         // After the name in parentheses: state is field 3, nice field 19.
