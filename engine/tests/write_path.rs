@@ -180,3 +180,191 @@ fn several_writers_with_no_sync_lose_nothing_and_readers_never_see_half_a_batch(
 fn several_writers_with_a_buffered_log_lose_nothing_and_readers_never_see_half_a_batch() -> TestResult {
     writers_race(SyncPolicy::Buffered)
 }
+
+/// What one cell reads as: its value, and every version `versions` returns.
+fn cell_state(
+    store: &Store,
+    family: &str,
+    row: &str,
+    column: &str,
+) -> Result<(Option<String>, Vec<String>), Box<dyn StdError + Send + Sync>> {
+    let value = store
+        .get(family, row, column)?
+        .map(|c| String::from_utf8_lossy(&c.value).into_owned());
+    let versions = store
+        .versions(family, row, column)?
+        .into_iter()
+        .map(|c| String::from_utf8_lossy(&c.value).into_owned())
+        .collect();
+    Ok((value, versions))
+}
+
+/// One cell written twice in one batch, as RocksDB and cellar both number
+/// the operations of a batch one after another: the later operation wins,
+/// whether it is a put or a delete, and with one timestamp the two puts are
+/// one version. (HBase gives every cell of one mutation the same sequence
+/// id, so two puts of one cell at one timestamp in one `Put` are not ordered
+/// by their place in it.) The answer must not change when the memtable is
+/// replayed from the log, flushed, or compacted.
+#[test]
+fn the_same_cell_twice_in_one_batch_reads_as_its_last_operation_in_memtable_log_table_and_compaction() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let options = || {
+        StoreOptions::default()
+            .family_with("f", FamilyOptions::default().max_versions(3).compaction_trigger(0))
+            .family_with("g", FamilyOptions::default().compaction_trigger(0))
+    };
+    let want: [(&str, &str, Option<&str>, &[&str]); 7] = [
+        ("put-put", "c", Some("second"), &["second"]),
+        ("put-put-at", "c", Some("second"), &["second"]),
+        ("put-delete", "c", None, &[]),
+        ("delete-put", "c", Some("after"), &["after"]),
+        ("row-delete-put", "c", Some("after"), &["after"]),
+        ("put-row-delete", "c", None, &[]),
+        ("older-newer", "c", Some("newer"), &["newer", "older"]),
+    ];
+    let check = |store: &Store, when: &str| -> TestResult {
+        for (r, column, value, versions) in want {
+            let (got, got_versions) = cell_state(store, "f", r, column)?;
+            assert_eq!(got.as_deref(), value, "{r} {when}");
+            assert_eq!(got_versions, versions, "{r} {when}: versions");
+            let (g, _) = cell_state(store, "g", r, column)?;
+            assert_eq!(g.as_deref(), value, "{r} {when}: family g");
+        }
+        Ok(())
+    };
+    {
+        let store = Store::open(dir.path(), options())?;
+        let mut batch = WriteBatch::new();
+        for family in ["f", "g"] {
+            batch
+                .put(family, "put-put", "c", "first")
+                .put(family, "put-put", "c", "second");
+            batch
+                .put_at(family, "put-put-at", "c", 7, "first")
+                .put_at(family, "put-put-at", "c", 7, "second");
+            batch
+                .put(family, "put-delete", "c", "deleted")
+                .delete(family, "put-delete", "c");
+            batch
+                .delete(family, "delete-put", "c")
+                .put(family, "delete-put", "c", "after");
+            batch
+                .delete_row(family, "row-delete-put")
+                .put(family, "row-delete-put", "c", "after");
+            batch
+                .put(family, "put-row-delete", "c", "deleted")
+                .delete_row(family, "put-row-delete");
+            batch
+                .put_at(family, "older-newer", "c", 5, "older")
+                .put_at(family, "older-newer", "c", 6, "newer");
+        }
+        store.write(&batch)?;
+        check(&store, "in the memtable")?;
+    }
+    let store = Store::open(dir.path(), options())?;
+    check(&store, "replayed from the log")?;
+    store.flush()?;
+    check(&store, "flushed")?;
+    drop(store);
+    let store = Store::open(dir.path(), options())?;
+    check(&store, "flushed, reopened")?;
+    store.compact("f")?;
+    store.compact("g")?;
+    check(&store, "compacted")?;
+    drop(store);
+    let store = Store::open(dir.path(), options())?;
+    check(&store, "compacted, reopened")?;
+    Ok(())
+}
+
+/// An empty batch writes nothing and takes no sequence number; a batch with
+/// one operation that cannot be applied (an unknown family, a value over
+/// the limit) applies none of its operations, and the store goes on.
+#[test]
+fn an_empty_batch_writes_nothing_and_a_batch_with_one_bad_operation_writes_none_of_them() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let options = || StoreOptions::default().family_with("f", FamilyOptions::default());
+    let store = Store::open(dir.path(), options())?;
+    store.put("f", "r", "c", "before")?;
+    let sequence = store.snapshot().sequence();
+    store.write(&WriteBatch::new())?;
+    assert_eq!(
+        store.snapshot().sequence(),
+        sequence,
+        "an empty batch took a sequence number"
+    );
+
+    let mut unknown = WriteBatch::new();
+    unknown.put("f", "r", "c", "half").put("nope", "r", "c", "x");
+    assert!(matches!(
+        store.write(&unknown),
+        Err(cellar_engine::Error::UnknownFamily(_))
+    ));
+    let mut too_large = WriteBatch::new();
+    too_large
+        .put("f", "r", "c", "half")
+        .put("f", "r2", "c", vec![0u8; cellar_engine::MAX_VALUE_BYTES + 1]);
+    assert!(matches!(
+        store.write(&too_large),
+        Err(cellar_engine::Error::TooLarge { .. })
+    ));
+    assert_eq!(
+        store.snapshot().sequence(),
+        sequence,
+        "a refused batch took a sequence number"
+    );
+    assert_eq!(cell_state(&store, "f", "r", "c")?.0.as_deref(), Some("before"));
+    store.put("f", "r", "c", "after")?;
+    drop(store);
+    let store = Store::open(dir.path(), options())?;
+    assert_eq!(cell_state(&store, "f", "r", "c")?.0.as_deref(), Some("after"));
+    assert_eq!(store.get("f", "r2", "c")?, None);
+    Ok(())
+}
+
+/// One batch of many tiny cells, far more than a memtable's entry limit,
+/// across two families: it lands whole in one memtable each (a batch is not
+/// split), is flushed and compacted whole, and replays whole from the log.
+#[test]
+fn one_batch_many_times_a_memtable_is_read_whole_after_replay_flush_and_compaction() -> TestResult {
+    const CELLS: u64 = 5000;
+    let dir = tempfile::tempdir()?;
+    let options = || {
+        StoreOptions::default()
+            .family_with("a", small_family())
+            .family_with("b", small_family())
+    };
+    let check = |store: &Store, when: &str| -> TestResult {
+        for family in ["a", "b"] {
+            let values = column_values(&store.snapshot(), family)?;
+            assert_eq!(values.len() as u64, CELLS, "{family} {when}");
+            assert_eq!(
+                values.get("r04321/c").map(String::as_str),
+                Some("4321"),
+                "{family} {when}"
+            );
+        }
+        Ok(())
+    };
+    {
+        let store = Store::open(dir.path(), options())?;
+        let mut batch = WriteBatch::new();
+        for i in 0..CELLS {
+            batch.put("a", format!("r{i:05}"), "c", i.to_string());
+            batch.put("b", format!("r{i:05}"), "c", i.to_string());
+        }
+        store.write(&batch)?;
+        check(&store, "written")?;
+    }
+    let store = Store::open(dir.path(), options())?;
+    check(&store, "replayed")?;
+    store.flush()?;
+    store.wait_for_background_work()?;
+    store.compact("a")?;
+    check(&store, "flushed and compacted")?;
+    drop(store);
+    let store = Store::open(dir.path(), options())?;
+    check(&store, "reopened")?;
+    Ok(())
+}
