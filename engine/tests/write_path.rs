@@ -470,3 +470,143 @@ fn batches_across_a_family_being_dropped_created_and_truncated_are_all_or_nothin
     assert_eq!(check(&store, "reopened")?, x, "x reopened");
     Ok(())
 }
+
+fn now_ms() -> Result<u64, Box<dyn StdError + Send + Sync>> {
+    Ok(u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_millis(),
+    )?)
+}
+
+/// A TTL family written, flushed and compacted (small memtables, both
+/// strategies) while cells expire, read all the while: a cell acknowledged
+/// before a read and within the TTL of the read's clock is read, one whose
+/// TTL had run out before the read began is not, and one that expired is
+/// never read again, by a snapshot, a scan, or after a reopen. A row has
+/// two versions (one cell 250 ms older than the other, `max_versions(1)`):
+/// while the newer one lives it is the one read, and once it expires
+/// nothing is.
+#[test]
+fn ttl_cells_expire_exactly_once_while_writes_flushes_and_compactions_run() -> TestResult {
+    const TTL_MS: u64 = 300;
+    const ROWS_WRITTEN: usize = 400;
+    std::thread::scope(|s| {
+        let runs = [
+            cellar_engine::Compaction::SizeTiered,
+            cellar_engine::Compaction::LEVELED,
+        ]
+        .map(|c| s.spawn(move || ttl_run(c, TTL_MS, ROWS_WRITTEN).map_err(|e| e.to_string())));
+        runs.into_iter()
+            .try_for_each(|run| run.join().map_err(|_| "a run panicked".to_string())?)
+    })?;
+    Ok(())
+}
+
+/// Whether a cell of timestamp `ts` is surely live for a read whose clock is
+/// in `[before, after]` (`Some(true)`), surely expired (`Some(false)`), or
+/// on the edge (`None`).
+fn surely_live(ts: u64, ttl: u64, before: u64, after: u64) -> Option<bool> {
+    if ts + ttl > after + 1 {
+        Some(true)
+    } else if ts + ttl + 1 < before {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+fn ttl_run(compaction: cellar_engine::Compaction, ttl: u64, rows: usize) -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let options = || {
+        StoreOptions::default().family_with(
+            "t",
+            small_family()
+                .memtable_max_entries(30)
+                .max_versions(1)
+                .ttl(Duration::from_millis(ttl))
+                .compaction(compaction),
+        )
+    };
+    let store = Arc::new(Store::open(dir.path(), options())?);
+    // Row i: its newer version's timestamp, once acknowledged.
+    let written: Arc<parking_lot::Mutex<Vec<u64>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (store, written, stop) = (store.clone(), written.clone(), stop.clone());
+        std::thread::spawn(move || -> Result<u64, Box<dyn StdError + Send + Sync>> {
+            let mut gone = std::collections::BTreeSet::new();
+            let mut checks = 0;
+            while !stop.load(Ordering::Acquire) || checks == 0 {
+                let acked = written.lock().clone();
+                let before = now_ms()?;
+                let snapshot = store.snapshot();
+                let after = now_ms()?;
+                let read = column_values(&snapshot, "t")?;
+                for (i, &ts) in acked.iter().enumerate() {
+                    let key = format!("r{i:04}/c");
+                    let value = read.get(&key);
+                    if let Some(v) = value {
+                        assert_eq!(v, "newer", "{key}: the older version was read");
+                        assert!(!gone.contains(&i), "{key} expired and came back");
+                    }
+                    match surely_live(ts, ttl, before, after) {
+                        Some(true) => assert!(value.is_some(), "{key} is live and was not read"),
+                        Some(false) => assert!(value.is_none(), "{key} expired and was read"),
+                        None => {}
+                    }
+                    if value.is_none() {
+                        gone.insert(i);
+                    }
+                }
+                checks += 1;
+            }
+            Ok(checks)
+        })
+    };
+    for i in 0..rows {
+        // Timestamps from now to 200 ms ago: cells expire from 100 to 300 ms on.
+        let ts = now_ms()? - (i as u64 * 37) % 200;
+        let mut batch = WriteBatch::new();
+        batch
+            .put_at("t", format!("r{i:04}"), "c", ts - 250, "older")
+            .put_at("t", format!("r{i:04}"), "c", ts, "newer");
+        store.write(&batch)?;
+        written.lock().push(ts);
+        if i % 50 == 49 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    store.wait_for_background_work()?;
+    std::thread::sleep(Duration::from_millis(100));
+    stop.store(true, Ordering::Release);
+    reader.join().map_err(|_| "the reader panicked")??;
+    let stats = store.stats()?;
+    let t = stats.family("t").ok_or("no stats of t")?;
+    assert!(
+        t.flushes > 0 && t.compactions > 0,
+        "flushes {} compactions {}",
+        t.flushes,
+        t.compactions
+    );
+    let acked = written.lock().clone();
+    let check = |store: &Store, when: &str| -> TestResult {
+        let before = now_ms()?;
+        let read = column_values(&store.snapshot(), "t")?;
+        let after = now_ms()?;
+        for (i, &ts) in acked.iter().enumerate() {
+            let key = format!("r{i:04}/c");
+            if let Some(live) = surely_live(ts, ttl, before, after) {
+                assert_eq!(read.contains_key(&key), live, "{key} {when}");
+            }
+        }
+        Ok(())
+    };
+    check(&store, "at the end")?;
+    drop(store);
+    let store = Store::open(dir.path(), options())?;
+    check(&store, "reopened")?;
+    store.compact("t")?;
+    check(&store, "compacted")?;
+    Ok(())
+}
