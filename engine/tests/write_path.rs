@@ -171,6 +171,14 @@ fn several_writers_with_interval_sync_lose_nothing_and_readers_never_see_half_a_
     writers_race(SyncPolicy::Interval(Duration::from_millis(2)))
 }
 
+/// An interval of zero syncs at every write; one too long to add to the
+/// clock never comes due (a close still syncs).
+#[test]
+fn several_writers_with_a_zero_or_endless_sync_interval_lose_nothing() -> TestResult {
+    writers_race(SyncPolicy::Interval(Duration::ZERO))?;
+    writers_race(SyncPolicy::Interval(Duration::MAX))
+}
+
 #[test]
 fn several_writers_with_no_sync_lose_nothing_and_readers_never_see_half_a_batch() -> TestResult {
     writers_race(SyncPolicy::Never)
