@@ -211,9 +211,11 @@ fn cell_state(
 /// the operations of a batch one after another: the later operation wins,
 /// whether it is a put or a delete, and with one timestamp the two puts are
 /// one version. (HBase gives every cell of one mutation the same sequence
-/// id, so two puts of one cell at one timestamp in one `Put` are not ordered
-/// by their place in it.) The answer must not change when the memtable is
-/// replayed from the log, flushed, or compacted.
+/// id, so two puts of one cell at one timestamp in one `Put` are one key to
+/// its memstore, whose set keeps the one added last: last wins there too;
+/// but a delete in the same mutation hides a put of its timestamp whatever
+/// their order, where here the order decides.) The answer must not change
+/// when the memtable is replayed from the log, flushed, or compacted.
 #[test]
 fn the_same_cell_twice_in_one_batch_reads_as_its_last_operation_in_memtable_log_table_and_compaction() -> TestResult {
     let dir = tempfile::tempdir()?;
