@@ -387,13 +387,14 @@ fn one_batch_many_times_a_memtable_is_read_whole_after_replay_flush_and_compacti
 /// dropped row never comes back, in the store or after a reopen.
 #[test]
 fn batches_across_a_family_being_dropped_created_and_truncated_are_all_or_nothing() -> TestResult {
+    family_changes_race(SyncPolicy::Never)?;
+    family_changes_race(SyncPolicy::Always)
+}
+
+fn family_changes_race(sync: SyncPolicy) -> TestResult {
     const CHANGES: u64 = 15;
     let dir = tempfile::tempdir()?;
-    let options = || {
-        StoreOptions::default()
-            .sync(SyncPolicy::Never)
-            .family_with("a", small_family())
-    };
+    let options = || StoreOptions::default().sync(sync).family_with("a", small_family());
     let store = Arc::new(Store::open(dir.path(), options())?);
     store.create_family("x", small_family())?;
     let stop = Arc::new(AtomicBool::new(false));
