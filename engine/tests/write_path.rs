@@ -219,27 +219,60 @@ fn cell_state(
 #[test]
 fn the_same_cell_twice_in_one_batch_reads_as_its_last_operation_in_memtable_log_table_and_compaction() -> TestResult {
     let dir = tempfile::tempdir()?;
+    // `f` and `g` get their operations one family after the other; `h` and
+    // `i` get them interleaved, one op each in turn, so the batch is runs of
+    // one op and its log record has ops of one row in two families in a row.
+    let versions = || FamilyOptions::default().max_versions(3).compaction_trigger(0);
     let options = || {
         StoreOptions::default()
-            .family_with("f", FamilyOptions::default().max_versions(3).compaction_trigger(0))
+            .family_with("f", versions())
             .family_with("g", FamilyOptions::default().compaction_trigger(0))
+            .family_with("h", versions())
+            .family_with("i", FamilyOptions::default().compaction_trigger(0))
     };
-    let want: [(&str, &str, Option<&str>, &[&str]); 7] = [
-        ("put-put", "c", Some("second"), &["second"]),
-        ("put-put-at", "c", Some("second"), &["second"]),
-        ("put-delete", "c", None, &[]),
-        ("delete-put", "c", Some("after"), &["after"]),
-        ("row-delete-put", "c", Some("after"), &["after"]),
-        ("put-row-delete", "c", None, &[]),
-        ("older-newer", "c", Some("newer"), &["newer", "older"]),
+    let cases: [Case; 7] = [
+        (
+            "put-put",
+            [Step::Put("first"), Step::Put("second")],
+            Some("second"),
+            &["second"],
+        ),
+        (
+            "put-put-at",
+            [Step::PutAt(7, "first"), Step::PutAt(7, "second")],
+            Some("second"),
+            &["second"],
+        ),
+        ("put-delete", [Step::Put("deleted"), Step::Delete], None, &[]),
+        (
+            "delete-put",
+            [Step::Delete, Step::Put("after")],
+            Some("after"),
+            &["after"],
+        ),
+        (
+            "row-delete-put",
+            [Step::DeleteRow, Step::Put("after")],
+            Some("after"),
+            &["after"],
+        ),
+        ("put-row-delete", [Step::Put("deleted"), Step::DeleteRow], None, &[]),
+        (
+            "older-newer",
+            [Step::PutAt(5, "older"), Step::PutAt(6, "newer")],
+            Some("newer"),
+            &["newer", "older"],
+        ),
     ];
     let check = |store: &Store, when: &str| -> TestResult {
-        for (r, column, value, versions) in want {
-            let (got, got_versions) = cell_state(store, "f", r, column)?;
-            assert_eq!(got.as_deref(), value, "{r} {when}");
-            assert_eq!(got_versions, versions, "{r} {when}: versions");
-            let (g, _) = cell_state(store, "g", r, column)?;
-            assert_eq!(g.as_deref(), value, "{r} {when}: family g");
+        for (r, _, value, versions) in cases {
+            for family in ["f", "g", "h", "i"] {
+                let (got, got_versions) = cell_state(store, family, r, "c")?;
+                assert_eq!(got.as_deref(), value, "{family} {r} {when}");
+                if family == "f" || family == "h" {
+                    assert_eq!(got_versions, versions, "{family} {r} {when}: versions");
+                }
+            }
         }
         Ok(())
     };
@@ -247,27 +280,18 @@ fn the_same_cell_twice_in_one_batch_reads_as_its_last_operation_in_memtable_log_
         let store = Store::open(dir.path(), options())?;
         let mut batch = WriteBatch::new();
         for family in ["f", "g"] {
-            batch
-                .put(family, "put-put", "c", "first")
-                .put(family, "put-put", "c", "second");
-            batch
-                .put_at(family, "put-put-at", "c", 7, "first")
-                .put_at(family, "put-put-at", "c", 7, "second");
-            batch
-                .put(family, "put-delete", "c", "deleted")
-                .delete(family, "put-delete", "c");
-            batch
-                .delete(family, "delete-put", "c")
-                .put(family, "delete-put", "c", "after");
-            batch
-                .delete_row(family, "row-delete-put")
-                .put(family, "row-delete-put", "c", "after");
-            batch
-                .put(family, "put-row-delete", "c", "deleted")
-                .delete_row(family, "put-row-delete");
-            batch
-                .put_at(family, "older-newer", "c", 5, "older")
-                .put_at(family, "older-newer", "c", 6, "newer");
+            for (r, steps, _, _) in cases {
+                for step in steps {
+                    step.apply(&mut batch, family, r);
+                }
+            }
+        }
+        for (r, steps, _, _) in cases {
+            for step in steps {
+                for family in ["h", "i"] {
+                    step.apply(&mut batch, family, r);
+                }
+            }
         }
         store.write(&batch)?;
         check(&store, "in the memtable")?;
@@ -279,13 +303,38 @@ fn the_same_cell_twice_in_one_batch_reads_as_its_last_operation_in_memtable_log_
     drop(store);
     let store = Store::open(dir.path(), options())?;
     check(&store, "flushed, reopened")?;
-    store.compact("f")?;
-    store.compact("g")?;
+    for family in ["f", "g", "h", "i"] {
+        store.compact(family)?;
+    }
     check(&store, "compacted")?;
     drop(store);
     let store = Store::open(dir.path(), options())?;
     check(&store, "compacted, reopened")?;
     Ok(())
+}
+
+/// A row, the two operations a batch does to its column `c`, and what the
+/// column then reads as: its value and its versions.
+type Case = (&'static str, [Step; 2], Option<&'static str>, &'static [&'static str]);
+
+/// One operation on column `c` of a row, for the batch tests.
+#[derive(Clone, Copy)]
+enum Step {
+    Put(&'static str),
+    PutAt(u64, &'static str),
+    Delete,
+    DeleteRow,
+}
+
+impl Step {
+    fn apply(self, batch: &mut WriteBatch, family: &str, row: &str) {
+        match self {
+            Step::Put(value) => batch.put(family, row, "c", value),
+            Step::PutAt(ts, value) => batch.put_at(family, row, "c", ts, value),
+            Step::Delete => batch.delete(family, row, "c"),
+            Step::DeleteRow => batch.delete_row(family, row),
+        };
+    }
 }
 
 /// An empty batch writes nothing and takes no sequence number; a batch with
