@@ -10,6 +10,12 @@
 //! write waits for one; the flush thread wakes once after a pause in the
 //! writes, and only while flushed memtables wait to be freed (see
 //! `retire`). A failure stops the store's writes.
+//!
+//! The compacting thread runs at a lower CPU priority than the writers
+//! (`StoreOptions::compaction_nice`): a merge can wait a scheduler slice,
+//! while a writer waiting behind one is a latency spike. The flushing thread
+//! keeps the writers' priority, since a writer facing full memtables waits
+//! for it.
 
 use parking_lot::MutexGuard;
 
