@@ -168,14 +168,21 @@ fn an_undeclared_path_is_refused_with_the_layout_that_would_serve_it() -> Result
     Ok(())
 }
 
+/// A path no layout of `loaded` serves, with its parameters: customer 2's
+/// orders by ship time over three days (the layout by customer orders by
+/// placement time).
+fn ship_times_of_customer_2() -> (AccessPath, Params) {
+    let path = AccessPath::new("a customer's orders by ship time")
+        .equals("customer")
+        .oldest_first("shipped_at");
+    (path, Params::new().eq("customer", 2).between(T0, T0 + 3 * DAY))
+}
+
 #[test]
 fn a_path_that_ranges_over_another_time_is_not_served_by_a_layout_ordered_by_the_first() -> Result {
     let dir = tempfile::tempdir()?;
     let table = loaded(dir.path())?;
-    let shipped_by_customer = AccessPath::new("a customer's orders by ship time")
-        .equals("customer")
-        .oldest_first("shipped_at");
-    let params = Params::new().eq("customer", 2).between(T0, T0 + 3 * DAY);
+    let (shipped_by_customer, params) = ship_times_of_customer_2();
     let Planned::Unserved { reasons, .. } = table.plan(&shipped_by_customer, &params)? else {
         return Err("served".into());
     };
@@ -410,10 +417,7 @@ fn a_value_the_serving_layouts_key_cannot_hold_matches_no_record() -> Result {
 fn a_suggested_layout_is_named_so_that_add_layout_takes_it() -> Result {
     let dir = tempfile::tempdir()?;
     let table = loaded(dir.path())?;
-    let shipped_by_customer = AccessPath::new("a customer's orders by ship time")
-        .equals("customer")
-        .oldest_first("shipped_at");
-    let params = Params::new().eq("customer", 2).between(T0, T0 + 3 * DAY);
+    let (shipped_by_customer, params) = ship_times_of_customer_2();
     let Planned::Unserved { suggestion, .. } = table.plan(&shipped_by_customer, &params)? else {
         return Err("served".into());
     };
