@@ -175,6 +175,9 @@ fn model(args: &Args) -> Result<StoreModel, Error> {
 
 /// Runs the experiment and prints what was asked.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Error> {
+    if let Some(path) = &args.report {
+        crate::picture::check_report_path(path)?;
+    }
     let mut key = parse(&args.key)?;
     if let Some(n) = args.partition_parts {
         if n == 0 {

@@ -356,6 +356,13 @@ fn a_report_that_cannot_be_written_is_refused_before_the_work() -> Result {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(String::from_utf8(output.stdout)?, "");
     assert_eq!(String::from_utf8(output.stderr)?, refused);
+    // Nor does the row-key simulation.
+    let output = assert_cmd::Command::new(common::bin())
+        .args(["keys", "--key", "field(customer)", "--report", nowhere])
+        .output()?;
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8(output.stdout)?, "");
+    assert_eq!(String::from_utf8(output.stderr)?, refused);
     let folder = dir.to_str().ok_or("path")?;
     assert_eq!(
         fails(dir, &["files", "--report", folder])?,
