@@ -255,17 +255,24 @@ pub(crate) struct OpRef<'a> {
 /// Checks every operation against the documented size limits.
 pub(crate) fn check_limits(ops: &[OpRef<'_>]) -> Result<()> {
     for op in ops {
-        for (what, len, limit) in [
-            ("row", op.row.len(), MAX_ROW_BYTES),
-            ("column", op.column.len(), MAX_COLUMN_BYTES),
-            ("value", op.value.len(), MAX_VALUE_BYTES),
-        ] {
-            if len > limit {
-                return Err(Error::TooLarge { what, len, limit });
-            }
+        if let Some((what, len, limit)) = part_over_limit(op.row, op.column, op.value) {
+            return Err(Error::TooLarge { what, len, limit });
         }
     }
     Ok(())
+}
+
+/// The first part of an operation longer than a write may make it: which
+/// part, its length and its limit. The write path refuses such an op
+/// ([`check_limits`]), so a logged one is damage ([`check_op`]).
+fn part_over_limit(row: &[u8], column: &[u8], value: &[u8]) -> Option<(&'static str, usize, usize)> {
+    [
+        ("row", row.len(), MAX_ROW_BYTES),
+        ("column", column.len(), MAX_COLUMN_BYTES),
+        ("value", value.len(), MAX_VALUE_BYTES),
+    ]
+    .into_iter()
+    .find(|&(_, len, limit)| len > limit)
 }
 
 /// An operation as the log stores it: family resolved, timestamp fixed.
@@ -511,8 +518,7 @@ pub(crate) fn decode(payload: &Bytes) -> std::result::Result<(u64, Vec<LoggedOp>
 /// otherwise turn a put into a deletion unnoticed), and never writes a part
 /// over its limit ([`check_limits`]).
 fn check_batch(first: u64, ops: &[LoggedOp]) -> std::result::Result<(), Malformed> {
-    let last_offset = u64::try_from(ops.len()).map_err(|_| "a batch of too many operations")?;
-    let Some(last_offset) = last_offset.checked_sub(1) else {
+    let Some(last_offset) = (ops.len() as u64).checked_sub(1) else {
         return Err("a batch of no operations");
     };
     if first.checked_add(last_offset).is_none_or(|last| last > MAX_SEQUENCE) {
@@ -529,16 +535,12 @@ fn check_op(op: &LoggedOp) -> std::result::Result<(), Malformed> {
     if op.kind != Kind::Put && !op.value.is_empty() {
         return Err("a deletion carries a value");
     }
-    if op.row.len() > MAX_ROW_BYTES {
-        return Err("a row longer than a write may be");
+    match part_over_limit(&op.row, &op.column, &op.value) {
+        Some(("row", ..)) => Err("a row longer than a write may be"),
+        Some(("column", ..)) => Err("a column longer than a write may be"),
+        Some(_) => Err("a value longer than a write may be"),
+        None => Ok(()),
     }
-    if op.column.len() > MAX_COLUMN_BYTES {
-        return Err("a column longer than a write may be");
-    }
-    if op.value.len() > MAX_VALUE_BYTES {
-        return Err("a value longer than a write may be");
-    }
-    Ok(())
 }
 
 /// The ops of a first-format payload, after its first sequence number.

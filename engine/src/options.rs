@@ -107,8 +107,10 @@ pub struct StoreOptions {
     /// waits less often behind a scheduler slice of merging (RocksDB's
     /// `Env::LowerThreadPoolCPUPriority` for its compaction pool). Compaction
     /// still gets every core nobody else wants. No write waits for compaction
-    /// (only for flushes, which keep the writer's priority): a writer that
-    /// outruns it leaves more runs for a read to merge until it catches up,
+    /// itself (only for flushes, which keep the writer's priority, though a
+    /// flush may wait while a compaction records its result in the
+    /// manifest): a writer that outruns it leaves more runs for a read to
+    /// merge until it catches up,
     /// which at 10M keys left the same table files and settled space after each
     /// phase. Measured on 2 cores, loading rows of a hundred fields (`peers
     /// --ycsb --records 200000 --field-count 100 --field-length 10`, five

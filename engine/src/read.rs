@@ -893,14 +893,19 @@ impl Drop for RangeRead {
     }
 }
 
+/// The longest value [`Scan::visit_row`] copies when it reads ahead to the
+/// next row's first cell; a longer one is held as a [`Cell`].
+const LENT_COPY_MAX: usize = 256;
+
 /// An iterator over the rows of a scan. [`Scan::trace`] tells what it has cost so far.
 pub struct Scan {
     read: RangeRead,
     /// The first cell of the next row, read while finishing the last one:
-    /// as a [`Cell`] by the iterator; by [`Scan::visit_row`] as its
-    /// timestamp (`lent`) with its column and value copied into two buffers
-    /// the scan keeps. A copy of a short value costs less than the two
-    /// reference counts of a cell counted up and down once per row.
+    /// as a [`Cell`] by the iterator; by [`Scan::visit_row`], when its value
+    /// is short ([`LENT_COPY_MAX`]), as its timestamp (`lent`) with its column
+    /// and value copied into two buffers the scan keeps. A copy of a short
+    /// value costs less than the two reference counts of a cell counted up
+    /// and down once per row.
     pending: Option<Cell>,
     lent: Option<u64>,
     lent_column: Vec<u8>,
@@ -961,6 +966,12 @@ impl Scan {
         // same entries either way), copied, and lent from the copy next time.
         while self.read.stop_at_visible()? {
             if self.read.new_row {
+                // A long value is held, not copied (a reference count
+                // instead of a copy as long as the value).
+                if self.read.merge.with_value(|v| v.len()) > LENT_COPY_MAX {
+                    self.pending = Some(self.read.take_cell()?);
+                    break;
+                }
                 let (column, value, lent) = (&mut self.lent_column, &mut self.lent_value, &mut self.lent);
                 self.read.lend_cell(&mut |cell| {
                     column.clear();

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 use cellar_picture::{colour, thousands, Anchor, Page, Section, Svg};
 
-use crate::encoding::to_string_binary;
+use crate::encoding::{to_string_binary, DAY_MS, HOUR_MS};
 use crate::experiment::Run;
 use crate::placement::Placement;
 use crate::planner::{clock, describe, Execution, Plan};
@@ -336,7 +336,7 @@ fn draw_servers(svg: &mut Svg, p: &Placement, g: &Geometry, top: f64, strip: f64
 /// A span in the largest unit that says it exactly (`2 d`, `90 min`,
 /// `30 s`, `1500 ms`): whole minutes alone would print 30 seconds as 0.
 fn span_text(ms: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "min"), (1000, "s")];
+    const UNITS: [(u64, &str); 4] = [(DAY_MS, "d"), (HOUR_MS, "h"), (60_000, "min"), (1000, "s")];
     UNITS
         .iter()
         .find(|(unit, _)| ms >= *unit && ms.is_multiple_of(*unit))

@@ -196,7 +196,9 @@ impl WorkloadSpec {
     /// largest time a record carries (as a signed long, as HBase and
     /// Cassandra keep it).
     pub fn check(&self) -> Result<()> {
-        let end = EPOCH_MS.checked_add(self.span_ms).filter(|end| *end <= i64::MAX as u64);
+        let end = EPOCH_MS
+            .checked_add(self.span_ms)
+            .filter(|end| *end <= crate::encoding::LONG_MAX);
         if end.is_none() {
             return Err(Error::InvalidSetting(format!(
                 "a span of {} ms from {EPOCH_MS} ms ends past {} ms, the largest time a record holds",

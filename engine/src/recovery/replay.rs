@@ -326,8 +326,6 @@ mod tests {
     /// versioned columns.
     type Contents = (Vec<Row>, Vec<Row>, Vec<Vec<crate::Cell>>);
 
-    /// Everything the store holds: every row of both families, and every
-    /// version of the versioned columns.
     /// Every row of families `a` and `b`, as one snapshot reads them.
     fn rows_of_a_and_b(snapshot: &Snapshot) -> crate::Result<(Vec<Row>, Vec<Row>)> {
         let rows = |family| {
@@ -338,6 +336,8 @@ mod tests {
         Ok((rows("a")?, rows("b")?))
     }
 
+    /// Everything the store holds: every row of both families, and every
+    /// version of the versioned columns.
     fn contents(store: &Store) -> crate::Result<Contents> {
         let (a, b) = rows_of_a_and_b(&store.snapshot())?;
         let versions = (0..2)
