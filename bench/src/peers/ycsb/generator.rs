@@ -99,12 +99,17 @@ impl Zipfian {
     /// A smaller count is used as is, without recomputing `zeta` (YCSB's
     /// default, `allowitemcountdecrease = false`).
     pub fn next_long(&mut self, item_count: i64, rng: &mut Rng) -> i64 {
+        self.draw(item_count, next_f64(rng))
+    }
+
+    /// [`Zipfian::next_long`] for the uniform draw `u` in `[0, 1)`: the
+    /// Java's `nextLong` after its `random.nextDouble()`.
+    fn draw(&mut self, item_count: i64, u: f64) -> i64 {
         if item_count > self.count_for_zeta {
             self.zetan = zeta(self.count_for_zeta, item_count, self.theta, self.zetan);
             self.count_for_zeta = item_count;
             self.eta = (1.0 - (2.0 / self.items as f64).powf(1.0 - self.theta)) / (1.0 - self.zeta2theta / self.zetan);
         }
-        let u = next_f64(rng);
         let uz = u * self.zetan;
         if uz < 1.0 {
             return self.base;
@@ -136,7 +141,13 @@ impl ScrambledZipfian {
 
     /// The next item.
     pub fn next(&mut self, rng: &mut Rng) -> i64 {
-        self.min + fnv_hash64(self.zipfian.next(rng)) % self.item_count
+        self.draw(next_f64(rng))
+    }
+
+    /// [`ScrambledZipfian::next`] for the uniform draw `u` in `[0, 1)`.
+    fn draw(&mut self, u: f64) -> i64 {
+        let items = self.zipfian.items;
+        self.min + fnv_hash64(self.zipfian.draw(items, u)) % self.item_count
     }
 }
 
@@ -156,7 +167,12 @@ impl SkewedLatest {
 
     /// The next record, `last` being the newest now.
     pub fn next(&mut self, last: i64, rng: &mut Rng) -> i64 {
-        last - self.zipfian.next_long(last, rng)
+        self.draw(last, next_f64(rng))
+    }
+
+    /// [`SkewedLatest::next`] for the uniform draw `u` in `[0, 1)`.
+    fn draw(&mut self, last: i64, u: f64) -> i64 {
+        last - self.zipfian.draw(last, u)
     }
 }
 
@@ -207,6 +223,72 @@ mod tests {
         assert_eq!(fnv_hash64(0), 6_284_781_860_667_377_211);
         assert_eq!(fnv_hash64(1), 8_517_097_267_634_966_620);
         assert_eq!(fnv_hash64(999_999), 2_744_965_632_448_235_251);
+    }
+
+    /// The first uniform draws of `java.util.Random(1)` (`nextDouble`).
+    const JAVA_RANDOM_1: [f64; 22] = [
+        0.7308781907032909,
+        0.41008081149220166,
+        0.20771484130971707,
+        0.3327170559595112,
+        0.9677559094241207,
+        0.006117182265761301,
+        0.9637047970232077,
+        0.9398653887819098,
+        0.9471949176631939,
+        0.9370821488959696,
+        0.3971743421847056,
+        0.34751802920311026,
+        0.29405703200403677,
+        0.5064836273262351,
+        0.11596708803265776,
+        0.7705358800791777,
+        0.65989270869342,
+        0.15674689056984625,
+        0.3782020453210553,
+        0.13976268290375116,
+        0.6949479796024919,
+        0.8052277714737137,
+    ];
+
+    /// Given the same uniform draws, each generator returns what YCSB's Java
+    /// returns. The expected values were printed by YCSB's own classes
+    /// (master, `site.ycsb.generator`, compiled and run with Java 17, with
+    /// `ZipfianGenerator`'s one `ThreadLocalRandom.current().nextDouble()`
+    /// replaced by the next of these draws, restarted for each generator):
+    /// `new ZipfianGenerator(0, 999)`, `new ScrambledZipfianGenerator(0, 9999)`
+    /// and `new SkewedLatestGenerator(new CounterGenerator(1000))`, twenty
+    /// `nextValue()`s each (the latest one's counter advanced by 100 after ten).
+    /// A Java constructor draws once (`nextValue()` at its end; the latest
+    /// generator's twice), so its first value is from the second draw on.
+    #[test]
+    fn generators_return_what_ycsbs_java_returns_for_the_same_draws() {
+        let us = |from: usize, n: usize| JAVA_RANDOM_1.iter().copied().skip(from).take(n);
+        let mut z = Zipfian::new(0, 999);
+        let zipf: Vec<i64> = us(1, 20).map(|u| z.draw(1000, u)).collect();
+        assert_eq!(
+            zipf,
+            [10, 2, 5, 785, 0, 761, 637, 673, 623, 9, 6, 4, 23, 0, 177, 75, 1, 8, 1, 99]
+        );
+        let mut s = ScrambledZipfian::new(0, 9_999);
+        let scrambled: Vec<i64> = us(1, 20).map(|u| s.draw(u)).collect();
+        assert_eq!(
+            scrambled,
+            [
+                864, 8016, 279, 9008, 7211, 4099, 5486, 2337, 5726, 2690, 4864, 6335, 6209, 2964, 1726, 5751, 6834,
+                584, 2308, 5513
+            ]
+        );
+        let mut l = SkewedLatest::new(999);
+        let mut latest: Vec<i64> = us(2, 10).map(|u| l.draw(999, u)).collect();
+        latest.extend(us(12, 10).map(|u| l.draw(1099, u)));
+        assert_eq!(
+            latest,
+            [
+                997, 994, 215, 999, 238, 363, 327, 376, 990, 993, 1095, 1074, 1099, 904, 1015, 1098, 1090, 1098, 989,
+                845
+            ]
+        );
     }
 
     #[test]
