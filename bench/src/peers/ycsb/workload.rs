@@ -15,13 +15,19 @@
 //! random key order; a read reads every field (`readallfields=true`); an
 //! update writes one field chosen uniformly (`writeallfields=false`); a
 //! read-modify-write reads the record, then updates one field, timed as one
-//! operation. The zipfian key chooser spans the records plus twice the
-//! inserts a workload expects, and a draw beyond the newest acknowledged
-//! record is drawn again. The run is one client thread, no target rate.
+//! operation, and its read and its update are also counted and timed as a
+//! read and an update (YCSB's `DBWrapper` times every call to the database,
+//! so F's reads are all its operations). The zipfian key chooser spans the
+//! records plus twice the inserts a workload expects, and a draw beyond the
+//! newest acknowledged record is drawn again. An operation's time is the
+//! store's call alone: keys and values are built before the clock starts.
+//! The workloads run in YCSB's recommended sequence: load, A, B, C, F, D,
+//! then the records deleted and loaded again (D inserted some), then E. The
+//! run is one client thread, no target rate.
 //! A record has `fieldcount` fields of `fieldlength` bytes (YCSB's options,
 //! 10 and 100 by default: [`Shape`]), named `field0`, `field1`, ...
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::generator::{ScrambledZipfian, SkewedLatest, Uniform};
 use super::latency::{Latencies, Percentiles};
@@ -86,40 +92,50 @@ pub struct Workload {
     pub mix: &'static [(Op, f64)],
     /// Which records the operations pick.
     pub distribution: Distribution,
+    /// Runs on the records deleted and loaded again, not on the store the
+    /// workloads before it changed (E, after D's inserts).
+    pub reload: bool,
 }
 
 /// The core workloads, in the order [`run_all`] runs them: YCSB's recommended
-/// sequence A, B, C, F, D (D inserts), then E.
+/// sequence A, B, C, F, D (D inserts), then the records deleted and loaded
+/// again, then E.
 pub const WORKLOADS: [Workload; 6] = [
     Workload {
         name: "A",
         mix: &[(Op::Read, 0.5), (Op::Update, 0.5)],
         distribution: Distribution::Zipfian,
+        reload: false,
     },
     Workload {
         name: "B",
         mix: &[(Op::Read, 0.95), (Op::Update, 0.05)],
         distribution: Distribution::Zipfian,
+        reload: false,
     },
     Workload {
         name: "C",
         mix: &[(Op::Read, 1.0)],
         distribution: Distribution::Zipfian,
+        reload: false,
     },
     Workload {
         name: "F",
         mix: &[(Op::Read, 0.5), (Op::ReadModifyWrite, 0.5)],
         distribution: Distribution::Zipfian,
+        reload: false,
     },
     Workload {
         name: "D",
         mix: &[(Op::Read, 0.95), (Op::Insert, 0.05)],
         distribution: Distribution::Latest,
+        reload: false,
     },
     Workload {
         name: "E",
-        mix: &[(Op::Scan, 0.95), (Op::Insert, 0.05)],
+        mix: &[(Op::Insert, 0.05), (Op::Scan, 0.95)],
         distribution: Distribution::Zipfian,
+        reload: true,
     },
 ];
 
@@ -195,9 +211,9 @@ impl Chooser {
     }
 }
 
-/// The client: the store, the record count and the generators' state.
+/// The client: the record count and the generators' state. The store is
+/// handed to each phase, as a reload before E replaces it.
 struct Client<'a> {
-    store: &'a mut dyn RecordStore,
     /// Records inserted so far: the next insert is record `records`.
     records: u64,
     rng: Rng,
@@ -214,25 +230,76 @@ struct Client<'a> {
 /// Steps between progress updates.
 const STEP: u64 = 1000;
 
-impl Client<'_> {
-    fn field_values(&mut self) -> Vec<Vec<u8>> {
-        (0..self.names.len())
-            .map(|_| self.values.next(self.field_bytes).to_vec())
-            .collect()
+/// The latencies and records found of each operation type a phase reports.
+struct Measured(Vec<(Op, Latencies, u64)>);
+
+impl Measured {
+    /// The operation types of `mix`, and for a read-modify-write also the
+    /// read and the update it is made of, which YCSB measures on their own
+    /// as well (its `DBWrapper` times every call to the database).
+    fn of(mix: &[(Op, f64)]) -> Measured {
+        let mut ops: Vec<Op> = mix.iter().map(|(op, _)| *op).collect();
+        if ops.contains(&Op::ReadModifyWrite) {
+            for op in [Op::Read, Op::Update] {
+                if !ops.contains(&op) {
+                    ops.push(op);
+                }
+            }
+        }
+        Measured(ops.into_iter().map(|op| (op, Latencies::default(), 0)).collect())
     }
 
-    fn insert(&mut self) -> Result<()> {
+    /// Records one operation of type `op` that took `took` and found `found` records.
+    fn record(&mut self, op: Op, took: Duration, found: u64) {
+        if let Some((_, l, f)) = self.0.iter_mut().find(|(o, _, _)| *o == op) {
+            l.record(took);
+            *f += found;
+        }
+    }
+
+    /// The reports, in the order of [`Measured::of`].
+    fn reports(self) -> Vec<(Op, OpReport)> {
+        self.0
+            .into_iter()
+            .map(|(op, mut l, found)| {
+                (
+                    op,
+                    OpReport {
+                        count: l.count(),
+                        found,
+                        latency: l.percentiles(),
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+impl Client<'_> {
+    /// The key and field values of the next record (not timed: YCSB builds
+    /// them before it calls the database).
+    fn next_record(&mut self) -> (Vec<u8>, Vec<Vec<u8>>) {
         let key = record_key(self.records);
-        let values = self.field_values();
+        let values = (0..self.names.len())
+            .map(|_| self.values.next(self.field_bytes).to_vec())
+            .collect();
+        (key, values)
+    }
+
+    /// Inserts the next record; returns how long the store took.
+    fn insert<S: RecordStore + ?Sized>(&mut self, store: &mut S) -> Result<Duration> {
+        let (key, values) = self.next_record();
         let fields: Vec<(&[u8], &[u8])> = self
             .names
             .iter()
             .map(Vec::as_slice)
             .zip(values.iter().map(Vec::as_slice))
             .collect();
-        self.store.insert(&key, &fields)?;
+        let t = Instant::now();
+        store.insert(&key, &fields)?;
+        let took = t.elapsed();
         self.records += 1;
-        Ok(())
+        Ok(took)
     }
 
     /// A field chosen uniformly (its index in `names`) and a new value for
@@ -242,15 +309,14 @@ impl Client<'_> {
         (field, self.values.next(self.field_bytes).to_vec())
     }
 
-    /// Loads `records` records.
-    fn load(&mut self, records: u64) -> Result<PhaseReport> {
+    /// Loads `records` records into an empty `store` (the phase `name`).
+    fn load<S: RecordStore + ?Sized>(&mut self, store: &mut S, name: &str, records: u64) -> Result<PhaseReport> {
         let mut latencies = Latencies::default();
-        self.progress.start("load", records);
+        self.records = 0;
+        self.progress.start(name, records);
         let start = Instant::now();
         for i in 0..records {
-            let t = Instant::now();
-            self.insert()?;
-            latencies.record(t.elapsed());
+            latencies.record(self.insert(store)?);
             if i % STEP == STEP - 1 {
                 self.progress.advance(STEP);
             }
@@ -258,7 +324,7 @@ impl Client<'_> {
         let seconds = start.elapsed().as_secs_f64();
         self.progress.finish();
         Ok(PhaseReport {
-            name: "load".into(),
+            name: name.into(),
             ops: records,
             seconds,
             by_op: vec![(
@@ -272,8 +338,13 @@ impl Client<'_> {
         })
     }
 
-    /// Runs `operations` operations of `workload`.
-    fn run(&mut self, workload: &Workload, operations: u64) -> Result<PhaseReport> {
+    /// Runs `operations` operations of `workload` on `store`.
+    fn run<S: RecordStore + ?Sized>(
+        &mut self,
+        store: &mut S,
+        workload: &Workload,
+        operations: u64,
+    ) -> Result<PhaseReport> {
         let insert_share: f64 = workload
             .mix
             .iter()
@@ -287,11 +358,7 @@ impl Client<'_> {
         };
         let scan_length = Uniform::new(1, MAX_SCAN);
         let fields = self.names.len();
-        let mut latencies: Vec<(Op, Latencies, u64)> = workload
-            .mix
-            .iter()
-            .map(|(op, _)| (*op, Latencies::default(), 0))
-            .collect();
+        let mut measured = Measured::of(workload.mix);
 
         self.progress.start(workload.name, operations);
         let start = Instant::now();
@@ -299,72 +366,60 @@ impl Client<'_> {
             let op = choose(workload.mix, super::generator::next_f64(&mut self.rng));
             let last = self.records as i64 - 1;
             let mut next_record = |rng: &mut Rng| chooser.next(last, rng);
-            let (t, found) = match op {
-                Op::Insert => {
-                    let t = Instant::now();
-                    self.insert()?;
-                    (t, 0)
-                }
+            let (took, found) = match op {
+                Op::Insert => (self.insert(store)?, 0),
                 Op::Read => {
                     let key = record_key(next_record(&mut self.rng) as u64);
                     let t = Instant::now();
-                    (t, u64::from(self.store.read(&key)? == fields))
+                    let found = store.read(&key)? == fields;
+                    (t.elapsed(), u64::from(found))
                 }
                 Op::Update => {
                     let key = record_key(next_record(&mut self.rng) as u64);
                     let (field, value) = self.field_update();
                     let name = self.names.get(field).map(Vec::as_slice).unwrap_or_default();
                     let t = Instant::now();
-                    self.store.update(&key, name, &value)?;
-                    (t, 0)
+                    store.update(&key, name, &value)?;
+                    (t.elapsed(), 0)
                 }
                 Op::Scan => {
                     let key = record_key(next_record(&mut self.rng) as u64);
                     let len = scan_length.next(&mut self.rng) as usize;
                     let t = Instant::now();
-                    let (records, read) = self.store.scan(&key, len)?;
+                    let (records, read) = store.scan(&key, len)?;
+                    let took = t.elapsed();
                     if read != records * fields {
                         return Err(Error::Peer(format!(
                             "a scan of workload {} read {read} fields from {records} records",
                             workload.name
                         )));
                     }
-                    (t, records as u64)
+                    (took, records as u64)
                 }
                 Op::ReadModifyWrite => {
                     let key = record_key(next_record(&mut self.rng) as u64);
                     let (field, value) = self.field_update();
                     let name = self.names.get(field).map(Vec::as_slice).unwrap_or_default();
                     let t = Instant::now();
-                    let found = self.store.read(&key)? == fields;
-                    self.store.update(&key, name, &value)?;
-                    (t, u64::from(found))
+                    let found = u64::from(store.read(&key)? == fields);
+                    let read = t.elapsed();
+                    let u = Instant::now();
+                    store.update(&key, name, &value)?;
+                    let update = u.elapsed();
+                    let took = t.elapsed();
+                    measured.record(Op::Read, read, found);
+                    measured.record(Op::Update, update, 0);
+                    (took, found)
                 }
             };
-            let took = t.elapsed();
-            if let Some((_, l, f)) = latencies.iter_mut().find(|(o, _, _)| *o == op) {
-                l.record(took);
-                *f += found;
-            }
+            measured.record(op, took, found);
             if i % STEP == STEP - 1 {
                 self.progress.advance(STEP);
             }
         }
         let seconds = start.elapsed().as_secs_f64();
         self.progress.finish();
-        let by_op: Vec<(Op, OpReport)> = latencies
-            .into_iter()
-            .map(|(op, mut l, found)| {
-                (
-                    op,
-                    OpReport {
-                        count: l.count(),
-                        found,
-                        latency: l.percentiles(),
-                    },
-                )
-            })
-            .collect();
+        let by_op = measured.reports();
         for (op, r) in &by_op {
             if matches!(op, Op::Read | Op::ReadModifyWrite) && r.found != r.count {
                 return Err(Error::Peer(format!(
@@ -398,22 +453,29 @@ fn choose(mix: &[(Op, f64)], mut u: f64) -> Op {
     mix.last().map_or(Op::Read, |(op, _)| *op)
 }
 
-/// Loads `records` records of `shape`'s fields into `store`, lets its
-/// background work settle (untimed), then runs every workload for
-/// `operations` operations; `seed` fixes every key, operation and value, so
-/// every engine gets the same run.
-pub fn run_all(
-    store: &mut dyn RecordStore,
+/// Opens a new, empty store: called once at the start and once more for
+/// each workload that runs on records loaded again, after the store before
+/// it is closed.
+pub type OpenStore<'a, S> = dyn FnMut() -> Result<Box<S>> + 'a;
+
+/// Loads `records` records of `shape`'s fields into a store from `open`,
+/// lets its background work settle (untimed), then runs every workload for
+/// `operations` operations. Before E, as YCSB's recommended sequence does
+/// after D's inserts, the store is closed and its records loaded afresh into
+/// a new one (untimed, not reported), then settled likewise. `seed` fixes
+/// every key, operation and value, so every engine gets the same run.
+/// Returns the phases and the last store.
+pub fn run_all<S: RecordStore + ?Sized>(
+    open: &mut OpenStore<'_, S>,
     records: u64,
     operations: u64,
     seed: u64,
     shape: Shape,
     progress: &dyn Progress,
-) -> Result<Vec<PhaseReport>> {
+) -> Result<(Vec<PhaseReport>, Box<S>)> {
     let mut value_rng = Rng::new(seed ^ 0xF1E1D);
     let fields = shape.fields.max(1);
     let mut client = Client {
-        store,
         records: 0,
         rng: Rng::new(seed),
         values: Values::new(&mut value_rng),
@@ -422,36 +484,52 @@ pub fn run_all(
         fields: Uniform::new(0, fields as u64 - 1),
         progress,
     };
-    let mut phases = vec![client.load(records)?];
-    client.store.settle()?;
+    let mut store = open()?;
+    let mut phases = vec![client.load(store.as_mut(), "load", records)?];
+    store.settle()?;
     for workload in &WORKLOADS {
-        phases.push(client.run(workload, operations)?);
+        if workload.reload {
+            store.settle()?;
+            drop(store);
+            store = open()?;
+            client.load(store.as_mut(), &format!("reload for {}", workload.name), records)?;
+            store.settle()?;
+        }
+        phases.push(client.run(store.as_mut(), workload, operations)?);
     }
-    Ok(phases)
+    Ok((phases, store))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
     use std::collections::BTreeMap;
+    use std::rc::Rc;
 
-    /// Records as maps of field name to value length: what the client wrote.
+    /// Records as maps of field name to value length: what the client wrote;
+    /// `updates` (shared by every store of a run) logs each update's field
+    /// and value length.
     #[derive(Default)]
-    struct Recorder(BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, usize>>);
+    struct Recorder {
+        records: BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, usize>>,
+        updates: Rc<RefCell<Vec<(Vec<u8>, usize)>>>,
+    }
 
     impl RecordStore for Recorder {
         fn insert(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
-            let record = self.0.entry(key.to_vec()).or_default();
+            let record = self.records.entry(key.to_vec()).or_default();
             for (name, value) in fields {
                 record.insert(name.to_vec(), value.len());
             }
             Ok(())
         }
         fn read(&mut self, key: &[u8]) -> Result<usize> {
-            Ok(self.0.get(key).map_or(0, BTreeMap::len))
+            Ok(self.records.get(key).map_or(0, BTreeMap::len))
         }
         fn update(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()> {
-            self.0
+            self.updates.borrow_mut().push((field.to_vec(), value.len()));
+            self.records
                 .entry(key.to_vec())
                 .or_default()
                 .insert(field.to_vec(), value.len());
@@ -459,7 +537,7 @@ mod tests {
         }
         fn scan(&mut self, start: &[u8], records: usize) -> Result<(usize, usize)> {
             let read: Vec<usize> = self
-                .0
+                .records
                 .range(start.to_vec()..)
                 .take(records)
                 .map(|(_, r)| r.len())
@@ -471,22 +549,113 @@ mod tests {
         }
     }
 
+    /// A run on [`Recorder`]s: the phases, how many stores were opened, the
+    /// last store and every update.
+    struct Recorded {
+        phases: Vec<PhaseReport>,
+        opened: usize,
+        last: Box<Recorder>,
+        updates: Vec<(Vec<u8>, usize)>,
+    }
+
+    fn record(records: u64, operations: u64, shape: Shape) -> Result<Recorded> {
+        let updates = Rc::new(RefCell::new(Vec::new()));
+        let mut opened = 0;
+        let mut open = || {
+            opened += 1;
+            Ok(Box::new(Recorder {
+                records: BTreeMap::new(),
+                updates: Rc::clone(&updates),
+            }))
+        };
+        let (phases, last) = run_all(&mut open, records, operations, 1, shape, &crate::progress::Silent)?;
+        let updates = updates.take();
+        Ok(Recorded {
+            phases,
+            opened,
+            last,
+            updates,
+        })
+    }
+
     #[test]
     fn records_have_the_field_count_and_length_asked_for() -> Result<()> {
-        let mut store = Recorder::default();
         let shape = Shape {
             fields: 25,
             field_bytes: 7,
             ..Shape::default()
         };
-        run_all(&mut store, 300, 200, 1, shape, &crate::progress::Silent)?;
+        let run = record(300, 200, shape)?;
         let names: Vec<Vec<u8>> = (0..25).map(field_name).collect();
-        assert!(store.0.len() > 300);
-        for record in store.0.values() {
+        assert!(run.last.records.len() > 300);
+        for record in run.last.records.values() {
             assert_eq!(record.len(), 25);
             assert!(names.iter().all(|n| record.get(n) == Some(&7)), "{record:?}");
         }
+        assert!(run.updates.len() > 100);
+        assert!(run.updates.iter().all(|(name, len)| names.contains(name) && *len == 7));
         Ok(())
+    }
+
+    fn phase<'a>(phases: &'a [PhaseReport], name: &str) -> &'a PhaseReport {
+        phases
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no phase {name}"))
+    }
+
+    fn count(phase: &PhaseReport, op: Op) -> u64 {
+        phase.op(op).map_or(0, |r| r.count)
+    }
+
+    /// YCSB times a read-modify-write as one operation and, as it does every
+    /// call to the database (`DBWrapper`), its read as a read and its update
+    /// as an update: workload F's reads are all its operations.
+    #[test]
+    fn workload_f_counts_a_read_modify_writes_read_and_update_as_ycsb_does() -> Result<()> {
+        let run = record(300, 400, Shape::default())?;
+        let f = phase(&run.phases, "F");
+        let rmw = count(f, Op::ReadModifyWrite);
+        assert!(rmw > 100 && rmw < 300, "{rmw}");
+        assert_eq!(count(f, Op::Read), f.ops);
+        assert_eq!(count(f, Op::Update), rmw);
+        assert_eq!(f.op(Op::Read).map(|r| r.found), Some(f.ops));
+        Ok(())
+    }
+
+    /// YCSB's recommended sequence deletes the records after D and loads
+    /// them again for E, so E starts from `records` records, not from those
+    /// plus D's inserts.
+    #[test]
+    fn workload_e_runs_on_the_records_loaded_again() -> Result<()> {
+        let run = record(300, 400, Shape::default())?;
+        let (d, e) = (phase(&run.phases, "D"), phase(&run.phases, "E"));
+        assert!(count(d, Op::Insert) > 0 && count(e, Op::Insert) > 0);
+        assert_eq!(run.opened, 2);
+        assert_eq!(run.last.records.len() as u64, 300 + count(e, Op::Insert));
+        let names: Vec<&str> = run.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["load", "A", "B", "C", "F", "D", "E"]);
+        Ok(())
+    }
+
+    /// YCSB's `DiscreteGenerator` holds the operations in the order
+    /// `CoreWorkload` adds them: read, update, insert, scan, read-modify-write.
+    #[test]
+    fn every_workload_mix_is_in_ycsbs_order() {
+        let rank = |op: &Op| {
+            [Op::Read, Op::Update, Op::Insert, Op::Scan, Op::ReadModifyWrite]
+                .iter()
+                .position(|o| o == op)
+        };
+        for w in WORKLOADS {
+            let ranks: Vec<_> = w.mix.iter().map(|(op, _)| rank(op)).collect();
+            assert!(
+                ranks.windows(2).all(|p| p[0] < p[1]),
+                "workload {}: {:?}",
+                w.name,
+                w.mix
+            );
+        }
     }
 
     #[test]
