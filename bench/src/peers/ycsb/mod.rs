@@ -13,7 +13,8 @@
 //! Each engine runs [`workload::run_all`] in a child process of its own: the
 //! load, then workloads A, B, C, F and D on the same records, then, as YCSB's
 //! recommended sequence, the records deleted and loaded again (D inserted
-//! some) and workload E, with the operations fixed by the run's seed. Engines take turns, run after run; the
+//! some) and workload E, with the operations fixed by the run's seed. Each
+//! workload opens its store again, as each YCSB run is a process of its own. Engines take turns, run after run; the
 //! report gives medians of throughput and of latency percentiles, and checks
 //! that every engine read exactly the same records (every read and
 //! read-modify-write must find its record with all its fields; scans must
@@ -39,7 +40,7 @@ use crate::error::{Error, Result};
 use crate::progress::Progress;
 use latency::Percentiles;
 use record::{CellarRow, KeyPerField, RecordPerKey, RecordStore};
-use workload::{Op, OpReport, PhaseReport, PHASES};
+use workload::{Op, OpReport, Opening, PhaseReport, PHASES};
 
 /// The engines and models, in turn order; `rocksdb-*` with the `rocksdb` feature.
 pub const ENGINES: &[&str] = &[
@@ -127,20 +128,22 @@ pub fn run_engine(
     let sampler = Sampler::start("self".into());
     memory::reset_peak();
     sampler.reset();
-    // Each store in a directory of its own (`store-0`, then `store-1` for
-    // E's reload); the one before, closed by then, is removed.
+    // Each new store in a directory of its own (`store-0`, then `store-1`
+    // for E's reload); the one before, closed by then, is removed.
     let mut stores = 0;
     let mut store_dir = dir.join("store-0");
-    let mut open_fresh = || -> Result<Box<dyn RecordStore>> {
-        if stores > 0 {
-            std::fs::remove_dir_all(&store_dir).map_err(|e| Error::io(&store_dir, e))?;
+    let mut open_store = |how: Opening| -> Result<Box<dyn RecordStore>> {
+        if how == Opening::New {
+            if stores > 0 {
+                std::fs::remove_dir_all(&store_dir).map_err(|e| Error::io(&store_dir, e))?;
+            }
+            store_dir = dir.join(format!("store-{stores}"));
+            stores += 1;
+            std::fs::create_dir_all(&store_dir).map_err(|e| Error::io(&store_dir, e))?;
         }
-        store_dir = dir.join(format!("store-{stores}"));
-        stores += 1;
-        std::fs::create_dir_all(&store_dir).map_err(|e| Error::io(&store_dir, e))?;
         open(engine, &store_dir, cache)
     };
-    let (phases, store) = workload::run_all(&mut open_fresh, records, operations, seed, shape, progress)?;
+    let (phases, store) = workload::run_all(&mut open_store, records, operations, seed, shape, progress)?;
     let disk = disk_bytes(&store_dir)?;
     drop(store);
     Ok(YcsbRun {
@@ -329,7 +332,8 @@ pub fn render(config: &Config, records: u64, operations: u64, runs: &YcsbRuns, h
         out,
         "requests: scrambled zipfian (0.99) for A, B, C, E, F; latest for D; scan lengths uniform 1-100; run \
          order load, A, B, C, F, D on one store, then the records loaded again into a new store (untimed) for E, \
-         as YCSB's recommended sequence (background work settled after each load, untimed)"
+         as YCSB's recommended sequence; each workload on its store closed and opened again, as each YCSB run is a \
+         process of its own (background work settled before every close, untimed)"
     );
     let _ = writeln!(
         out,

@@ -437,4 +437,15 @@ mod tests {
         let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
         exercise(&mut CellarRow::open(dir.path())?)
     }
+
+    /// YCSB opens the store again for each workload.
+    #[test]
+    fn the_cellar_row_model_opens_its_store_again() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        exercise(&mut CellarRow::open(dir.path())?)?;
+        let mut again = CellarRow::open(dir.path())?;
+        assert_eq!(again.read(b"user12")?, FIELDS);
+        assert_eq!(again.scan(b"user1", 5)?, (4, 4 * FIELDS));
+        Ok(())
+    }
 }

@@ -22,8 +22,9 @@
 //! newest acknowledged record is drawn again. An operation's time is the
 //! store's call alone: keys and values are built before the clock starts.
 //! The workloads run in YCSB's recommended sequence: load, A, B, C, F, D,
-//! then the records deleted and loaded again (D inserted some), then E. The
-//! run is one client thread, no target rate.
+//! then the records deleted and loaded again (D inserted some), then E; each
+//! on the store closed and opened again, as each is a YCSB process of its
+//! own. The run is one client thread, no target rate.
 //! A record has `fieldcount` fields of `fieldlength` bytes (YCSB's options,
 //! 10 and 100 by default: [`Shape`]), named `field0`, `field1`, ...
 
@@ -453,18 +454,35 @@ fn choose(mix: &[(Op, f64)], mut u: f64) -> Op {
     mix.last().map_or(Op::Read, |(op, _)| *op)
 }
 
-/// Opens a new, empty store: called once at the start and once more for
-/// each workload that runs on records loaded again, after the store before
-/// it is closed.
-pub type OpenStore<'a, S> = dyn FnMut() -> Result<Box<S>> + 'a;
+/// What [`run_all`] asks of its opener.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opening {
+    /// A new, empty store (the store before it, if any, closed).
+    New,
+    /// The store just closed, opened again.
+    Again,
+}
 
-/// Loads `records` records of `shape`'s fields into a store from `open`,
-/// lets its background work settle (untimed), then runs every workload for
-/// `operations` operations. Before E, as YCSB's recommended sequence does
-/// after D's inserts, the store is closed and its records loaded afresh into
-/// a new one (untimed, not reported), then settled likewise. `seed` fixes
-/// every key, operation and value, so every engine gets the same run.
-/// Returns the phases and the last store.
+/// Opens a store as [`Opening`] says.
+pub type OpenStore<'a, S> = dyn FnMut(Opening) -> Result<Box<S>> + 'a;
+
+/// Settles `store`'s background work (untimed), closes it and opens one as `how` says.
+fn reopen<S: RecordStore + ?Sized>(open: &mut OpenStore<'_, S>, store: Box<S>, how: Opening) -> Result<Box<S>> {
+    let mut store = store;
+    store.settle()?;
+    drop(store);
+    open(how)
+}
+
+/// Runs YCSB's recommended sequence on stores from `open`: loads `records`
+/// records of `shape`'s fields into a new store, runs A, B, C, F and D for
+/// `operations` operations each, then loads the records again into a new
+/// store (D inserted some; untimed, not reported) and runs E. Each phase is
+/// a process of its own under YCSB, so here each workload runs on the store
+/// closed and opened again: its caches cold, its memtable recovered as the
+/// engine recovers one; before every close the store's background work is
+/// let settle (untimed). `seed` fixes every key, operation and value, so
+/// every engine gets the same run. Returns the phases and the last store.
 pub fn run_all<S: RecordStore + ?Sized>(
     open: &mut OpenStore<'_, S>,
     records: u64,
@@ -484,19 +502,17 @@ pub fn run_all<S: RecordStore + ?Sized>(
         fields: Uniform::new(0, fields as u64 - 1),
         progress,
     };
-    let mut store = open()?;
+    let mut store = open(Opening::New)?;
     let mut phases = vec![client.load(store.as_mut(), "load", records)?];
-    store.settle()?;
     for workload in &WORKLOADS {
         if workload.reload {
-            store.settle()?;
-            drop(store);
-            store = open()?;
+            store = reopen(open, store, Opening::New)?;
             client.load(store.as_mut(), &format!("reload for {}", workload.name), records)?;
-            store.settle()?;
         }
+        store = reopen(open, store, Opening::Again)?;
         phases.push(client.run(store.as_mut(), workload, operations)?);
     }
+    store.settle()?;
     Ok((phases, store))
 }
 
@@ -510,26 +526,30 @@ mod tests {
     /// Records as maps of field name to value length: what the client wrote;
     /// `updates` (shared by every store of a run) logs each update's field
     /// and value length.
-    #[derive(Default)]
     struct Recorder {
-        records: BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, usize>>,
+        records: Records,
         updates: Rc<RefCell<Vec<(Vec<u8>, usize)>>>,
     }
 
+    /// A store's records, shared by the `Recorder`s that open it.
+    type Records = Rc<RefCell<BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, usize>>>>;
+
     impl RecordStore for Recorder {
         fn insert(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
-            let record = self.records.entry(key.to_vec()).or_default();
+            let mut records = self.records.borrow_mut();
+            let record = records.entry(key.to_vec()).or_default();
             for (name, value) in fields {
                 record.insert(name.to_vec(), value.len());
             }
             Ok(())
         }
         fn read(&mut self, key: &[u8]) -> Result<usize> {
-            Ok(self.records.get(key).map_or(0, BTreeMap::len))
+            Ok(self.records.borrow().get(key).map_or(0, BTreeMap::len))
         }
         fn update(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()> {
             self.updates.borrow_mut().push((field.to_vec(), value.len()));
             self.records
+                .borrow_mut()
                 .entry(key.to_vec())
                 .or_default()
                 .insert(field.to_vec(), value.len());
@@ -538,6 +558,7 @@ mod tests {
         fn scan(&mut self, start: &[u8], records: usize) -> Result<(usize, usize)> {
             let read: Vec<usize> = self
                 .records
+                .borrow()
                 .range(start.to_vec()..)
                 .take(records)
                 .map(|(_, r)| r.len())
@@ -549,26 +570,31 @@ mod tests {
         }
     }
 
-    /// A run on [`Recorder`]s: the phases, how many stores were opened, the
-    /// last store and every update.
+    /// A run on [`Recorder`]s: the phases, the stores asked for, the last
+    /// store's records and every update.
     struct Recorded {
         phases: Vec<PhaseReport>,
-        opened: usize,
-        last: Box<Recorder>,
+        opened: Vec<Opening>,
+        last: BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, usize>>,
         updates: Vec<(Vec<u8>, usize)>,
     }
 
     fn record(records: u64, operations: u64, shape: Shape) -> Result<Recorded> {
         let updates = Rc::new(RefCell::new(Vec::new()));
-        let mut opened = 0;
-        let mut open = || {
-            opened += 1;
+        let mut current = Records::default();
+        let mut opened = Vec::new();
+        let mut open = |how| {
+            opened.push(how);
+            if how == Opening::New {
+                current = Records::default();
+            }
             Ok(Box::new(Recorder {
-                records: BTreeMap::new(),
+                records: Rc::clone(&current),
                 updates: Rc::clone(&updates),
             }))
         };
         let (phases, last) = run_all(&mut open, records, operations, 1, shape, &crate::progress::Silent)?;
+        let last = last.records.take();
         let updates = updates.take();
         Ok(Recorded {
             phases,
@@ -587,8 +613,8 @@ mod tests {
         };
         let run = record(300, 200, shape)?;
         let names: Vec<Vec<u8>> = (0..25).map(field_name).collect();
-        assert!(run.last.records.len() > 300);
-        for record in run.last.records.values() {
+        assert!(run.last.len() > 300);
+        for record in run.last.values() {
             assert_eq!(record.len(), 25);
             assert!(names.iter().all(|n| record.get(n) == Some(&7)), "{record:?}");
         }
@@ -631,10 +657,20 @@ mod tests {
         let run = record(300, 400, Shape::default())?;
         let (d, e) = (phase(&run.phases, "D"), phase(&run.phases, "E"));
         assert!(count(d, Op::Insert) > 0 && count(e, Op::Insert) > 0);
-        assert_eq!(run.opened, 2);
-        assert_eq!(run.last.records.len() as u64, 300 + count(e, Op::Insert));
+        assert_eq!(run.opened.iter().filter(|o| **o == Opening::New).count(), 2);
+        assert_eq!(run.last.len() as u64, 300 + count(e, Op::Insert));
         let names: Vec<&str> = run.phases.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["load", "A", "B", "C", "F", "D", "E"]);
+        Ok(())
+    }
+
+    /// Under YCSB each phase is a process that opens the store and closes
+    /// it: each workload runs on the store closed and opened again.
+    #[test]
+    fn each_workload_runs_on_the_store_opened_again() -> Result<()> {
+        let run = record(300, 400, Shape::default())?;
+        use Opening::{Again, New};
+        assert_eq!(run.opened, [New, Again, Again, Again, Again, Again, New, Again]);
         Ok(())
     }
 
