@@ -529,6 +529,8 @@ mod tests {
     struct Recorder {
         records: Records,
         updates: Rc<RefCell<Vec<(Vec<u8>, usize)>>>,
+        /// The key of each read, shared as `updates` is.
+        reads: Rc<RefCell<Vec<Vec<u8>>>>,
     }
 
     /// A store's records, shared by the `Recorder`s that open it.
@@ -544,6 +546,7 @@ mod tests {
             Ok(())
         }
         fn read(&mut self, key: &[u8]) -> Result<usize> {
+            self.reads.borrow_mut().push(key.to_vec());
             Ok(self.records.borrow().get(key).map_or(0, BTreeMap::len))
         }
         fn update(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()> {
@@ -577,10 +580,11 @@ mod tests {
         opened: Vec<Opening>,
         last: BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, usize>>,
         updates: Vec<(Vec<u8>, usize)>,
+        reads: Vec<Vec<u8>>,
     }
 
     fn record(records: u64, operations: u64, shape: Shape) -> Result<Recorded> {
-        let updates = Rc::new(RefCell::new(Vec::new()));
+        let (updates, reads) = (Rc::new(RefCell::new(Vec::new())), Rc::new(RefCell::new(Vec::new())));
         let mut current = Records::default();
         let mut opened = Vec::new();
         let mut open = |how| {
@@ -591,16 +595,17 @@ mod tests {
             Ok(Box::new(Recorder {
                 records: Rc::clone(&current),
                 updates: Rc::clone(&updates),
+                reads: Rc::clone(&reads),
             }))
         };
         let (phases, last) = run_all(&mut open, records, operations, 1, shape, &crate::progress::Silent)?;
         let last = last.records.take();
-        let updates = updates.take();
         Ok(Recorded {
             phases,
             opened,
             last,
-            updates,
+            updates: updates.take(),
+            reads: reads.take(),
         })
     }
 
@@ -661,6 +666,25 @@ mod tests {
         assert_eq!(run.last.len() as u64, 300 + count(e, Op::Insert));
         let names: Vec<&str> = run.phases.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["load", "A", "B", "C", "F", "D", "E"]);
+        Ok(())
+    }
+
+    /// D's "latest" reads favour the newest record, counting the records D
+    /// itself inserts: only D reads records past the load's (A, B, C and F
+    /// insert none, E only scans), and a good share of its reads are of them.
+    #[test]
+    fn workload_d_reads_the_records_it_inserts() -> Result<()> {
+        let run = record(300, 2000, Shape::default())?;
+        let d = phase(&run.phases, "D");
+        let inserted: Vec<Vec<u8>> = (300..300 + count(d, Op::Insert)).map(record_key).collect();
+        let newest = inserted.last().cloned().unwrap_or_default();
+        let of_inserted = run.reads.iter().filter(|k| inserted.contains(k)).count() as u64;
+        assert!(
+            of_inserted * 4 > count(d, Op::Read),
+            "{of_inserted} of {}",
+            count(d, Op::Read)
+        );
+        assert!(run.reads.contains(&newest));
         Ok(())
     }
 
