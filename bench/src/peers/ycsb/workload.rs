@@ -524,13 +524,19 @@ mod tests {
     use std::rc::Rc;
 
     /// Records as maps of field name to value length: what the client wrote;
-    /// `updates` (shared by every store of a run) logs each update's field
-    /// and value length.
+    /// `log` (shared by every store of a run) keeps what it asked.
     struct Recorder {
         records: Records,
-        updates: Rc<RefCell<Vec<(Vec<u8>, usize)>>>,
-        /// The key of each read, shared as `updates` is.
-        reads: Rc<RefCell<Vec<Vec<u8>>>>,
+        log: Rc<RefCell<Log>>,
+    }
+
+    /// What the client asked of every store of a run.
+    #[derive(Default)]
+    struct Log {
+        /// Each update's field and value length.
+        updates: Vec<(Vec<u8>, usize)>,
+        /// Each read's key.
+        reads: Vec<Vec<u8>>,
     }
 
     /// A store's records, shared by the `Recorder`s that open it.
@@ -546,11 +552,11 @@ mod tests {
             Ok(())
         }
         fn read(&mut self, key: &[u8]) -> Result<usize> {
-            self.reads.borrow_mut().push(key.to_vec());
+            self.log.borrow_mut().reads.push(key.to_vec());
             Ok(self.records.borrow().get(key).map_or(0, BTreeMap::len))
         }
         fn update(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()> {
-            self.updates.borrow_mut().push((field.to_vec(), value.len()));
+            self.log.borrow_mut().updates.push((field.to_vec(), value.len()));
             self.records
                 .borrow_mut()
                 .entry(key.to_vec())
@@ -574,7 +580,7 @@ mod tests {
     }
 
     /// A run on [`Recorder`]s: the phases, the stores asked for, the last
-    /// store's records and every update.
+    /// store's records, every update and every read.
     struct Recorded {
         phases: Vec<PhaseReport>,
         opened: Vec<Opening>,
@@ -584,7 +590,7 @@ mod tests {
     }
 
     fn record(records: u64, operations: u64, shape: Shape) -> Result<Recorded> {
-        let (updates, reads) = (Rc::new(RefCell::new(Vec::new())), Rc::new(RefCell::new(Vec::new())));
+        let log = Rc::new(RefCell::new(Log::default()));
         let mut current = Records::default();
         let mut opened = Vec::new();
         let mut open = |how| {
@@ -594,18 +600,18 @@ mod tests {
             }
             Ok(Box::new(Recorder {
                 records: Rc::clone(&current),
-                updates: Rc::clone(&updates),
-                reads: Rc::clone(&reads),
+                log: Rc::clone(&log),
             }))
         };
         let (phases, last) = run_all(&mut open, records, operations, 1, shape, &crate::progress::Silent)?;
         let last = last.records.take();
+        let log = log.take();
         Ok(Recorded {
             phases,
             opened,
             last,
-            updates: updates.take(),
-            reads: reads.take(),
+            updates: log.updates,
+            reads: log.reads,
         })
     }
 
