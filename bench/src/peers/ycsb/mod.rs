@@ -352,7 +352,11 @@ pub fn render(config: &Config, records: u64, operations: u64, runs: &YcsbRuns, h
     );
     let _ = writeln!(out, "{hits}\n");
 
-    let _ = writeln!(out, "throughput (ops/s)");
+    let _ = writeln!(
+        out,
+        "throughput (ops/s): operations over the time of their loop (YCSB's RunTime also counts opening and \
+         closing the store)"
+    );
     let mut header = format!("{:<9}", "workload");
     for e in &engines {
         let _ = write!(header, " {e:>14}");

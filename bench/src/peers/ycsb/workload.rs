@@ -491,6 +491,10 @@ pub fn run_all<S: RecordStore + ?Sized>(
     shape: Shape,
     progress: &dyn Progress,
 ) -> Result<(Vec<PhaseReport>, Box<S>)> {
+    if records == 0 {
+        // No key could be chosen: the zipfian chooser would draw forever.
+        return Err(Error::Peer("YCSB needs at least one record to run workloads on".into()));
+    }
     let mut value_rng = Rng::new(seed ^ 0xF1E1D);
     let fields = shape.fields.max(1);
     let mut client = Client {
@@ -702,6 +706,17 @@ mod tests {
         use Opening::{Again, New};
         assert_eq!(run.opened, [New, Again, Again, Again, Again, Again, New, Again]);
         Ok(())
+    }
+
+    /// With no records, no key can be chosen: an error, not a client
+    /// drawing keys forever.
+    #[test]
+    fn a_run_without_records_is_refused() {
+        let refused = record(0, 10, Shape::default()).err().map(|e| e.to_string());
+        assert_eq!(
+            refused.as_deref(),
+            Some("YCSB needs at least one record to run workloads on")
+        );
     }
 
     /// YCSB's `DiscreteGenerator` holds the operations in the order
