@@ -29,6 +29,15 @@ fn every_ycsb_workload_runs_and_the_engines_read_the_same_records() -> Result<()
         assert_eq!(names, ["load", "A", "B", "C", "F", "D", "E"], "{engine}");
         let load = run.phase("load").and_then(|p| p.op(Op::Insert)).ok_or("no load")?;
         assert_eq!(load.count, records, "{engine}");
+        // As YCSB counts them, each of F's read-modify-writes is also a read
+        // and an update.
+        let f = run.phase("F").ok_or("no F")?;
+        let (f_reads, f_rmws) = (
+            f.op(Op::Read).ok_or("no F reads")?,
+            f.op(Op::ReadModifyWrite).ok_or("no RMWs")?,
+        );
+        assert_eq!((f_reads.count, f_reads.found), (operations, operations), "{engine}");
+        assert_eq!(f.op(Op::Update).map(|u| u.count), Some(f_rmws.count), "{engine}");
         let e = run.phase("E").ok_or("no E")?;
         let scans = e.op(Op::Scan).ok_or("no scans")?;
         assert!(scans.count > 300 && scans.found > scans.count, "{engine} {scans:?}");
