@@ -14,8 +14,8 @@
 //! load, then workloads A, B, C, F and D on the same records, then, as YCSB's
 //! recommended sequence, the records deleted and loaded again (D inserted
 //! some) and workload E, with the operations fixed by the run's seed. Each
-//! workload opens its store again, as each YCSB run is a process of its own. Engines take turns, run after run; the
-//! report gives medians of throughput and of latency percentiles, and checks
+//! workload opens its store again, as each YCSB run is a process of its own.
+//! Engines take turns, run after run; the report gives medians of throughput and of latency percentiles, and checks
 //! that every engine read exactly the same records (every read and
 //! read-modify-write must find its record with all its fields; scans must
 //! return the same number of records on every engine).
