@@ -65,8 +65,8 @@ pub fn model(engine: &str, fields: usize) -> String {
         )
     } else if engine.ends_with("-record") {
         format!(
-            "one key per record, the {fields} fields serialized in its value: an update reads the value, changes a \
-             field, writes it back"
+            "one key per record, the {fields} fields serialized in its value as YCSB's RocksDB binding does: an update \
+             reads the value, changes a field, writes it back"
         )
     } else {
         format!(
