@@ -46,15 +46,16 @@ pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
         while let Some(d) = damage.next_if(|d| d.offset < record.offset) {
             writeln!(out, "{}", damaged(d))?;
         }
-        let Some((first, writes)) = &record.batch else {
-            writeln!(
-                out,
-                "DAMAGED record at {} ({} bytes): not a write batch: {}",
-                record.offset,
-                record.payload_bytes,
-                record.problem.as_deref().unwrap_or("unknown reason")
-            )?;
-            continue;
+        let (first, writes) = match &record.batch {
+            Ok(batch) => batch,
+            Err(why) => {
+                writeln!(
+                    out,
+                    "DAMAGED record at {} ({} bytes): not a write batch: {why}",
+                    record.offset, record.payload_bytes
+                )?;
+                continue;
+            }
         };
         writeln!(
             out,
@@ -86,8 +87,7 @@ pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
     }
     // A record that frames but is not a batch is damage too: opening the
     // store refuses it as corruption.
-    let bad =
-        dump.damage.iter().filter(|d| !d.torn).count() + dump.records.iter().filter(|r| r.batch.is_none()).count();
+    let bad = dump.damage.iter().filter(|d| !d.torn).count() + dump.records.iter().filter(|r| r.batch.is_err()).count();
     if bad > 0 {
         return Err(format!("{}: {bad} damaged range(s)", args.file.display()).into());
     }

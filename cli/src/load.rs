@@ -129,8 +129,9 @@ fn add(batch: &mut WriteBatch, family: &str, e: Entry) {
 
 /// What `load` reads, once per pass.
 enum Input {
-    /// A regular file: read from the disk again by the second pass.
-    File(PathBuf),
+    /// A regular file of `size` bytes: read from the disk again by the
+    /// second pass.
+    File { path: PathBuf, size: u64 },
     /// Anything else (`/dev/stdin`, a pipe, `<(command)`), read into memory
     /// by the first look: a second read of a pipe finds it empty, and a load
     /// that checked every line and then wrote none would still say "loaded".
@@ -139,19 +140,19 @@ enum Input {
 
 impl Input {
     fn open(path: &Path) -> Result<Input, Error> {
-        let meta = std::fs::metadata(path).map_err(|e| {
-            let hint = if path.as_os_str() == "-" {
-                " (for stdin, give /dev/stdin)"
+        let meta = crate::dump::open_file(path, "the file to load").map_err(|e| -> Error {
+            // Many tools read standard input from `-`; `load` reads paths.
+            if path.as_os_str() == "-" {
+                format!("{e} (for stdin, give /dev/stdin)").into()
             } else {
-                ""
-            };
-            format!("{}: {e}{hint}", path.display())
+                e
+            }
         })?;
         if meta.is_file() {
-            return Ok(Input::File(path.to_path_buf()));
-        }
-        if meta.is_dir() {
-            return Err(format!("{} is a folder: give the file to load", path.display()).into());
+            return Ok(Input::File {
+                path: path.to_path_buf(),
+                size: meta.len(),
+            });
         }
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Input::Read(bytes))
@@ -160,14 +161,14 @@ impl Input {
     /// Bytes to read in one pass, for the progress bar.
     fn size(&self) -> u64 {
         match self {
-            Input::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
+            Input::File { size, .. } => *size,
             Input::Read(bytes) => bytes.len() as u64,
         }
     }
 
     fn reader(&self) -> Result<Box<dyn BufRead + '_>, Error> {
         Ok(match self {
-            Input::File(path) => Box::new(BufReader::new(
+            Input::File { path, .. } => Box::new(BufReader::new(
                 std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?,
             )),
             Input::Read(bytes) => Box::new(bytes.as_slice()),

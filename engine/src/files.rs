@@ -124,37 +124,58 @@ pub(crate) fn log_number(name: &str) -> Option<u64> {
     numbered(name, LOG)
 }
 
+/// What the store folder holds, from one listing of it.
+#[derive(Debug, Default)]
+pub(crate) struct StoreListing {
+    /// The numbers of the files named `MANIFEST-<number>`, oldest first.
+    pub(crate) manifests: Vec<u64>,
+    /// The numbers of the log segments, oldest first.
+    pub(crate) logs: Vec<u64>,
+    /// The subfolders whose names could be families (the `lost` folder
+    /// excluded), by name.
+    pub(crate) families: Vec<String>,
+}
+
+impl StoreListing {
+    /// Lists `dir` once; files that are none of the above are ignored.
+    pub(crate) fn read(dir: &Path) -> Result<StoreListing> {
+        let mut listing = StoreListing::default();
+        for (name, path) in entries(dir)? {
+            if let Some(n) = log_number(&name) {
+                listing.logs.push(n);
+            } else if let Some(n) = name.strip_prefix("MANIFEST-").and_then(|rest| numbered(rest, "")) {
+                listing.manifests.push(n);
+            } else if name != LOST && path.is_dir() && crate::options::validate_family_name(&name).is_ok() {
+                listing.families.push(name);
+            }
+        }
+        listing.manifests.sort_unstable();
+        listing.logs.sort_unstable();
+        listing.families.sort();
+        Ok(listing)
+    }
+
+    /// True if the folder holds no manifest, log segment or family folder:
+    /// nothing left of a store.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.manifests.is_empty() && self.logs.is_empty() && self.families.is_empty()
+    }
+}
+
 /// The numbers of the log segments in the store folder, oldest first.
 pub(crate) fn log_numbers(dir: &Path) -> Result<Vec<u64>> {
-    let mut out: Vec<u64> = entries(dir)?
-        .iter()
-        .filter_map(|(name, _)| numbered(name, LOG))
-        .collect();
-    out.sort_unstable();
-    Ok(out)
+    Ok(StoreListing::read(dir)?.logs)
 }
 
 /// The numbers of the files named `MANIFEST-<number>` in the store folder.
 pub(crate) fn manifest_numbers(dir: &Path) -> Result<Vec<u64>> {
-    let mut out: Vec<u64> = entries(dir)?
-        .iter()
-        .filter_map(|(name, _)| name.strip_prefix("MANIFEST-").and_then(|rest| numbered(rest, "")))
-        .collect();
-    out.sort_unstable();
-    Ok(out)
+    Ok(StoreListing::read(dir)?.manifests)
 }
 
 /// The subfolders of the store folder whose names could be families
 /// (the `lost` folder excluded).
 pub(crate) fn family_folders(dir: &Path) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    for (name, path) in entries(dir)? {
-        if name != LOST && path.is_dir() && crate::options::validate_family_name(&name).is_ok() {
-            out.push(name);
-        }
-    }
-    out.sort();
-    Ok(out)
+    Ok(StoreListing::read(dir)?.families)
 }
 
 /// Every entry of a folder whose name is UTF-8, with its path.

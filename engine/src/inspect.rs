@@ -96,11 +96,9 @@ pub struct LogRecord {
     /// Length of its payload (the frame adds a header).
     pub payload_bytes: u64,
     /// The write batch: its first sequence number (each operation takes the
-    /// next) and its operations; `None` if the payload is not a batch.
-    pub batch: Option<(u64, Vec<LoggedWrite>)>,
-    /// Why the payload is not a write batch (`batch` is then `None`): the
+    /// next) and its operations. Or, if the payload is not a batch, why: the
     /// reason recovery gives when it refuses the record as corruption.
-    pub problem: Option<String>,
+    pub batch: std::result::Result<(u64, Vec<LoggedWrite>), String>,
 }
 
 /// A log segment, record by record.
@@ -130,17 +128,12 @@ pub fn dump_log(path: &Path) -> Result<LogDump> {
     let records = contents
         .records
         .iter()
-        .map(|(offset, payload)| {
-            let (batch, problem) = match batch::decode(payload) {
-                Ok((first, ops)) => (Some((first, ops.into_iter().map(LoggedWrite::from).collect())), None),
-                Err(why) => (None, Some(why.to_string())),
-            };
-            LogRecord {
-                offset: *offset,
-                payload_bytes: payload.len() as u64,
-                batch,
-                problem,
-            }
+        .map(|(offset, payload)| LogRecord {
+            offset: *offset,
+            payload_bytes: payload.len() as u64,
+            batch: batch::decode(payload)
+                .map(|(first, ops)| (first, ops.into_iter().map(LoggedWrite::from).collect()))
+                .map_err(|why| why.to_string()),
         })
         .collect();
     Ok(LogDump {
@@ -496,7 +489,7 @@ mod tests {
         let [record] = dump.records.as_slice() else {
             return Err(format!("one record expected: {dump:?}").into());
         };
-        let (first, writes) = record.batch.clone().ok_or("not a batch")?;
+        let (first, writes) = record.batch.clone().map_err(|why| format!("not a batch: {why}"))?;
         assert_eq!(first, 1);
         let shown: Vec<(Kind, &[u8], u64)> = writes.iter().map(|w| (w.kind, &w.row[..], w.timestamp)).collect();
         assert_eq!(shown, [(Kind::Put, &b"b1"[..], 7), (Kind::DeleteRow, &b"b2"[..], 8)]);
@@ -571,19 +564,16 @@ mod tests {
         std::fs::write(&path, file)?;
         let dump = dump_log(&path)?;
         assert!(dump.damage.is_empty());
-        let shown: Vec<(bool, Option<&str>)> = dump
+        let shown: Vec<Option<&str>> = dump
             .records
             .iter()
-            .map(|r| (r.batch.is_some(), r.problem.as_deref()))
+            .map(|r| r.batch.as_ref().err().map(String::as_str))
             .collect();
         assert_eq!(
             shown,
             [
-                (
-                    false,
-                    Some("unknown batch format (top byte of the first sequence number)")
-                ),
-                (true, None)
+                Some("unknown batch format (top byte of the first sequence number)"),
+                None
             ]
         );
         Ok(())

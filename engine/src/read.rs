@@ -459,8 +459,7 @@ impl Snapshot {
         let read = RangeRead::new(self, fam, &start, end, None, 1, true)?;
         Ok(Scan {
             read,
-            pending: None,
-            lent: None,
+            ahead: ReadAhead::Nothing,
             lent_column: Vec::new(),
             lent_value: Vec::new(),
             remaining: rows.limit.unwrap_or(usize::MAX),
@@ -897,17 +896,29 @@ impl Drop for RangeRead {
 /// next row's first cell; a longer one is held as a [`Cell`].
 const LENT_COPY_MAX: usize = 256;
 
+/// The first cell of the next row, read while finishing the last one (a row
+/// ends only where the next one begins).
+#[derive(Default)]
+enum ReadAhead {
+    /// None read: the scan has not begun, or its last row took it.
+    #[default]
+    Nothing,
+    /// Held as a [`Cell`]: by the iterator, and by [`Scan::visit_row`] when
+    /// the value is longer than [`LENT_COPY_MAX`].
+    Held(Cell),
+    /// Copied by [`Scan::visit_row`]: the cell's timestamp, with its column
+    /// and value in the two buffers the scan keeps (`lent_column`,
+    /// `lent_value`). A copy of a short value costs less than the two
+    /// reference counts of a cell counted up and down once per row.
+    Copied(u64),
+}
+
 /// An iterator over the rows of a scan. [`Scan::trace`] tells what it has cost so far.
 pub struct Scan {
     read: RangeRead,
-    /// The first cell of the next row, read while finishing the last one:
-    /// as a [`Cell`] by the iterator; by [`Scan::visit_row`], when its value
-    /// is short ([`LENT_COPY_MAX`]), as its timestamp (`lent`) with its column
-    /// and value copied into two buffers the scan keeps. A copy of a short
-    /// value costs less than the two reference counts of a cell counted up
-    /// and down once per row.
-    pending: Option<Cell>,
-    lent: Option<u64>,
+    /// The first cell of the next row, if the last row read it.
+    ahead: ReadAhead,
+    /// The column and value of a [`ReadAhead::Copied`] cell.
     lent_column: Vec<u8>,
     lent_value: Vec<u8>,
     remaining: usize,
@@ -934,8 +945,8 @@ impl Scan {
             return Ok(false);
         }
         let mut width = 0;
-        match (self.pending.take(), self.lent.take()) {
-            (Some(first), _) => {
+        match std::mem::take(&mut self.ahead) {
+            ReadAhead::Held(first) => {
                 visit(CellRef {
                     row: &self.read.row,
                     column: &first.column,
@@ -944,7 +955,7 @@ impl Scan {
                 });
                 width += 1;
             }
-            (None, Some(timestamp)) => {
+            ReadAhead::Copied(timestamp) => {
                 visit(CellRef {
                     row: &self.read.row,
                     column: &self.lent_column,
@@ -953,7 +964,7 @@ impl Scan {
                 });
                 width += 1;
             }
-            (None, None) => {
+            ReadAhead::Nothing => {
                 if !self.read.stop_at_visible()? {
                     return Ok(false);
                 }
@@ -969,17 +980,20 @@ impl Scan {
                 // A long value is held, not copied (a reference count
                 // instead of a copy as long as the value).
                 if self.read.merge.with_value(|v| v.len()) > LENT_COPY_MAX {
-                    self.pending = Some(self.read.take_cell()?);
+                    self.ahead = ReadAhead::Held(self.read.take_cell()?);
                     break;
                 }
-                let (column, value, lent) = (&mut self.lent_column, &mut self.lent_value, &mut self.lent);
+                let (column, value, mut timestamp) = (&mut self.lent_column, &mut self.lent_value, 0);
                 self.read.lend_cell(&mut |cell| {
                     column.clear();
                     column.extend_from_slice(cell.column);
                     value.clear();
                     value.extend_from_slice(cell.value);
-                    *lent = Some(cell.timestamp);
+                    timestamp = cell.timestamp;
                 })?;
+                // Stored here, not in the closure: storing drops the old
+                // value, code that kept the copy above from being inlined.
+                self.ahead = ReadAhead::Copied(timestamp);
                 break;
             }
             self.read.lend_cell(&mut visit)?;
@@ -995,16 +1009,16 @@ impl Scan {
         if self.remaining == 0 {
             return Ok(None);
         }
-        let first = match (self.pending.take(), self.lent.take()) {
-            (Some(p), _) => p,
+        let first = match std::mem::take(&mut self.ahead) {
+            ReadAhead::Held(first) => first,
             // After a visited row, its copy (two allocations, paid only by
             // a caller that mixes the two ways of reading a scan).
-            (None, Some(timestamp)) => Cell {
+            ReadAhead::Copied(timestamp) => Cell {
                 column: Bytes::copy_from_slice(&self.lent_column),
                 timestamp,
                 value: Bytes::copy_from_slice(&self.lent_value),
             },
-            (None, None) => match self.read.next_cell()? {
+            ReadAhead::Nothing => match self.read.next_cell()? {
                 Some(c) => c,
                 None => return Ok(None),
             },
@@ -1016,7 +1030,7 @@ impl Scan {
         cells.push(first);
         while let Some(cell) = self.read.next_cell()? {
             if self.read.new_row {
-                self.pending = Some(cell);
+                self.ahead = ReadAhead::Held(cell);
                 break;
             }
             cells.push(cell);

@@ -357,7 +357,11 @@ fn every_flip_of_a_compact_record_is_refused_at_it_or_leaves_the_others() {
                     (Ok(a), Ok(b)) => {
                         opened += 1;
                         // Opened over every record: each one is a batch.
-                        let problems: Vec<_> = dump.records.iter().filter_map(|r| r.problem.clone()).collect();
+                        let problems: Vec<_> = dump
+                            .records
+                            .iter()
+                            .filter_map(|r| r.batch.as_ref().err().cloned())
+                            .collect();
                         assert_eq!((dump.records.len(), problems), (4, vec![]), "{case}");
                         for (j, &(f, r, c)) in cells.iter().enumerate() {
                             if record_of[j] == k {

@@ -1032,9 +1032,10 @@ fn check_logged(path: &Path, batches: &[Vec<RandomOp>]) -> Result<(), TestCaseEr
     let mut next_seq = 1;
     let mut clock = 0;
     for (record, ops) in dump.records.iter().zip(written) {
-        let Some((first, logged)) = &record.batch else {
-            return Err(TestCaseError::fail(format!("not a batch: {:?}", record.problem)));
-        };
+        let (first, logged) = record
+            .batch
+            .as_ref()
+            .map_err(|why| TestCaseError::fail(format!("not a batch: {why}")))?;
         prop_assert_eq!(*first, next_seq);
         next_seq += ops.len() as u64;
         prop_assert_eq!(logged.len(), ops.len());

@@ -371,24 +371,33 @@ impl KeyDesign {
         Ok(key)
     }
 
+    /// The first part that reads a field not among `fields`, and that field.
+    /// A time part (`ts(ms)`, `revts(ms,19)`, a bucket) is passed over: it
+    /// reads the record's time, which the caller keeps apart from its fields
+    /// (a workload's record as `ts`, a table under its layout's time field).
+    pub fn unknown_field(&self, fields: &[&str]) -> Option<(&Part, &str)> {
+        self.parts
+            .iter()
+            .filter(|p| !matches!(p, Part::Timestamp(_)))
+            .find_map(|p| p.field().filter(|f| !fields.contains(f)).map(|f| (p, f)))
+    }
+
     /// Checks that every field the design reads exists in `fields` (plus
-    /// `ts`), and that counts are in range.
+    /// `ts`, a workload record's time), and that counts are in range.
     pub fn check(&self, workload: &str, fields: &[&str]) -> Result<()> {
         if self.parts.iter().all(Part::is_literal) {
             return Err(Error::InvalidSetting(
                 "a key needs at least one part that is not a constant".into(),
             ));
         }
+        if let Some((_, field)) = self.unknown_field(&[fields, &["ts"]].concat()) {
+            return Err(Error::UnknownField {
+                field: field.to_string(),
+                workload: workload.to_string(),
+                known: format!("{} and ts", fields.join(", ")),
+            });
+        }
         for part in &self.parts {
-            if let Some(name) = part.field() {
-                if name != "ts" && !fields.contains(&name) {
-                    return Err(Error::UnknownField {
-                        field: name.to_string(),
-                        workload: workload.to_string(),
-                        known: format!("{} and ts", fields.join(", ")),
-                    });
-                }
-            }
             match part {
                 Part::Salt { buckets: 0, .. } | Part::RoundRobin { buckets: 0 } => {
                     return Err(Error::InvalidSetting("a salt needs at least one bucket".into()))

@@ -342,6 +342,10 @@ fn a_value_no_key_can_hold_is_a_plan_that_reads_nothing() -> Result<(), Error> {
             query(42, TimePredicate::At(10_000_000_000_000)),
             "ts(ms) cannot hold 10000000000000: needs more than 13 digits",
         ),
+        (
+            query(42, TimePredicate::Between(10_000_000_000_000, u64::MAX)),
+            "ts(ms) cannot hold [10000000000000, 18446744073709551615): needs more than 13 digits",
+        ),
     ] {
         for hashed in [false, true] {
             let p = plan(&design, &q, hashed, "order_id")?;

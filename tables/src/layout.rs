@@ -162,16 +162,15 @@ impl Layout {
         }
         let key = syntax::parse(&spec.key).map_err(|e| fail(e.to_string()))?;
         let names: Vec<&str> = schema.fields.iter().map(|f| f.name.as_str()).collect();
-        // Every field a part reads is one of the table's. (`key.check` would
-        // say "workload" and let `ts` through: the key syntax's name for a
-        // workload's time, which a table names by its time field instead.)
-        for part in key.parts.iter().filter(|p| !matches!(p, Part::Timestamp(_))) {
-            if let Some(field) = part.field().filter(|f| schema.field_named(f).is_none()) {
-                return Err(fail(format!(
-                    "{part} reads {field}, which is not a field of the table ({})",
-                    names.join(", ")
-                )));
-            }
+        // Every field a part reads is one of the table's, said in the table's
+        // terms. (`key.check` alone would say "workload" and let `ts` through:
+        // the key syntax's name for a workload's time, which a table names by
+        // its time field instead.)
+        if let Some((part, field)) = key.unknown_field(&names) {
+            return Err(fail(format!(
+                "{part} reads {field}, which is not a field of the table ({})",
+                names.join(", ")
+            )));
         }
         key.check(&schema.name, &names).map_err(|e| fail(e.to_string()))?;
         if let Some(t) = &spec.time_field {

@@ -46,7 +46,7 @@ use super::lock_store;
 use super::placement::{self, Found};
 use crate::batch;
 use crate::error::{Error, Result};
-use crate::files::{self, log_path, TableName};
+use crate::files::{self, log_path, StoreListing, TableName};
 use crate::key;
 use crate::log::{self, ReadMode};
 use crate::manifest::{self, FamilyState, ManifestState, TableMeta};
@@ -134,8 +134,11 @@ struct OldManifest {
 /// Rebuilds the manifest of the store in `dir` (see the module's steps).
 pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
     // Checked before the lock, whose file would otherwise be left behind in
-    // a folder that holds no store (a mistyped --dir).
-    if !dir.is_dir() || !holds_store_files(dir)? {
+    // a folder that holds no store (a mistyped --dir): no manifest, log
+    // segment or family folder. The survey lists the folder again under the
+    // lock, as this listing may be stale by then: a store that holds the
+    // lock while it is awaited goes on writing log segments and manifests.
+    if !dir.is_dir() || StoreListing::read(dir)?.is_empty() {
         return Err(Error::NotAStore { dir: dir.to_path_buf() });
     }
     let _lock = lock_store(dir)?;
@@ -149,14 +152,6 @@ pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
     repair.publish(new_tables)?;
     repair.set_aside(log)?;
     Ok(repair.finish())
-}
-
-/// Whether `dir` holds what is left of a store: a manifest, a log segment or
-/// a family folder. A folder with none of them is not a store.
-fn holds_store_files(dir: &Path) -> Result<bool> {
-    Ok(!files::manifest_numbers(dir)?.is_empty()
-        || !files::log_numbers(dir)?.is_empty()
-        || !files::family_folders(dir)?.is_empty())
 }
 
 /// A repair in progress.
@@ -189,9 +184,11 @@ struct ReplayedLog {
 impl Repair {
     /// Step 1: what the folder holds, and what the old manifest still says.
     fn survey(dir: &Path) -> Result<Repair> {
-        let manifests = files::manifest_numbers(dir)?;
-        let logs = files::log_numbers(dir)?;
-        let folders = files::family_folders(dir)?;
+        let StoreListing {
+            manifests,
+            logs,
+            families: folders,
+        } = StoreListing::read(dir)?;
         let mut report = RepairReport::default();
         let old = read_old_manifest(dir, &mut report);
         let next_number = manifests

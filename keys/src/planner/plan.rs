@@ -218,25 +218,25 @@ impl Walk {
                 }
             }
             Part::Timestamp(form) => match query.time {
-                // No key holds a time past the form's last.
-                TimePredicate::At(t) if t > form.last_ms() => match form.encode(t) {
+                // `encode` refuses a time past the form's last, and says why:
+                // no key holds that time.
+                TimePredicate::At(t) => match form.encode(t) {
+                    Ok(bytes) => {
+                        self.push(&bytes);
+                        self.fixed.push(part.to_string());
+                        self.narrowed = true;
+                        self.time_consumed = !form.is_bucket();
+                        Step::Fixed
+                    }
                     Err(e) => self.unheld(part, &t.to_string(), e),
-                    Ok(_) => Step::Stop,
-                },
-                TimePredicate::At(t) => {
-                    self.push(&form.encode(t)?);
-                    self.fixed.push(part.to_string());
-                    self.narrowed = true;
-                    self.time_consumed = !form.is_bucket();
-                    Step::Fixed
-                }
-                // A bound past the form's last time ("from a on", to =
-                // u64::MAX) reads up to that last time: no key holds a later one.
-                TimePredicate::Between(a, b) if b > a && a > form.last_ms() => match form.encode(a) {
-                    Err(e) => self.unheld(part, &format!("[{a}, {b})"), e),
-                    Ok(_) => Step::Stop,
                 },
                 TimePredicate::Between(a, b) if b > a => {
+                    // A range that starts past the form's last time holds no key.
+                    if let Err(e) = form.encode(a) {
+                        return Ok(self.unheld(part, &format!("[{a}, {b})"), e));
+                    }
+                    // A bound past the form's last time ("from a on", to =
+                    // u64::MAX) reads up to that last time: no key holds a later one.
                     let b = b.min(form.last_ms().saturating_add(1));
                     if in_partition {
                         // A hashed partition key cannot be ranged over, only

@@ -25,6 +25,7 @@ use std::path::Path;
 use cellar_engine::{RowRange, Store, StoreOptions, SyncPolicy, WriteBatch};
 
 use crate::error::{Error, Result};
+use crate::peers::cellar::cell_bytes;
 
 /// Fields of a record: YCSB's default `fieldcount`.
 pub const FIELDS: usize = 10;
@@ -307,7 +308,7 @@ impl RecordStore for CellarRow {
     fn read(&mut self, key: &[u8]) -> Result<usize> {
         let mut bytes = 0;
         let fields = self.store.visit_row(FAMILY, key, |cell| {
-            bytes += cell.row.len() + cell.column.len() + cell.value.len();
+            bytes += cell_bytes(&cell);
         })?;
         black_box(bytes);
         Ok(fields)
@@ -327,7 +328,7 @@ impl RecordStore for CellarRow {
         let mut scan = self.store.scan(FAMILY, &range)?;
         while scan.visit_row(|cell| {
             fields += 1;
-            bytes += cell.row.len() + cell.column.len() + cell.value.len();
+            bytes += cell_bytes(&cell);
         })? {
             read += 1;
         }
