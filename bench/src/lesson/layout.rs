@@ -13,6 +13,8 @@
 
 use std::path::Path;
 
+use cellar_sstable::PAGE_SIZE;
+
 use cellar_engine::{Compression, FamilyOptions, RowRange, Store, StoreOptions, TableInfo, Trace, WriteBatch};
 
 use super::render::{Differences, Grid, EXPECTED_SAME};
@@ -45,7 +47,10 @@ const BATCH: u64 = 100;
 /// `column/layout.mjs`), cited as printed. These label the "lesson" column
 /// only; no cellar figure is computed from them.
 mod printed {
+    pub const RECORDS: u64 = 20_000;
     pub const TOTAL_BYTES: u64 = 7_666_879;
+    /// The row layout's size in 4,096-byte pages.
+    pub const TOTAL_PAGES: u64 = 1_872;
     /// Raw field bytes of each family.
     pub const FAMILY_BYTES: [(&str, u64); 4] = [
         ("identity", 1_353_388),
@@ -114,6 +119,9 @@ pub struct FamilyBytes {
     pub filter_bytes: u64,
     /// Bytes of the files on disk.
     pub file_bytes: u64,
+    /// 4,096-byte pages the files span, each file counted on its own (the
+    /// lesson's "pages" of the whole serialized data).
+    pub pages: u64,
     /// Data block bytes as they would be with every block stored raw (equal
     /// to `data_bytes` without compression).
     pub uncompressed_data_bytes: u64,
@@ -135,6 +143,7 @@ impl FamilyBytes {
             f.index_bytes += t.index_bytes;
             f.filter_bytes += t.filter_bytes;
             f.file_bytes += t.size;
+            f.pages += t.size.div_ceil(PAGE_SIZE);
             f.uncompressed_data_bytes += t.uncompressed_data_bytes;
         }
         f
@@ -219,6 +228,12 @@ impl LayoutReport {
     /// The bytes of a family by name.
     pub fn family(&self, name: &str) -> Option<&FamilyBytes> {
         self.families.iter().find(|f| f.name == name)
+    }
+
+    /// Records stored: the rows the row layout's scan (the circulation
+    /// query) returned.
+    pub fn records(&self) -> u64 {
+        self.circulation.row_layout.entries_returned
     }
 }
 
@@ -391,7 +406,18 @@ impl LayoutReport {
         ));
         let row = self.family(ROW_LAYOUT).cloned().unwrap_or_default();
         let mut g = Grid::new();
-        g.row(["field bytes", "lesson", "cellar"]);
+        g.row(["records, field bytes, pages", "lesson", "cellar"]);
+        g.row([
+            "records".to_string(),
+            thousands(printed::RECORDS),
+            thousands(self.records()),
+        ]);
+        diffs.check(
+            "records",
+            &thousands(printed::RECORDS),
+            &thousands(self.records()),
+            EXPECTED_SAME,
+        );
         g.row([
             "all records".to_string(),
             thousands(printed::TOTAL_BYTES),
@@ -413,6 +439,28 @@ impl LayoutReport {
                 EXPECTED_SAME,
             );
         }
+        g.row([
+            "pages, all records".to_string(),
+            thousands(printed::TOTAL_PAGES),
+            thousands(row.pages),
+        ]);
+        diffs.check(
+            "pages, all records",
+            &pages(printed::TOTAL_PAGES),
+            &pages(row.pages),
+            &format!(
+                "The lesson's pages hold the field bytes alone. cellar's row layout is {} of {} bytes: \
+                 the same field bytes, a key with each of its {} cells ({} bytes as stored), {} bytes of \
+                 entry headers, restart arrays and trailers, its index ({} bytes), filter ({} bytes) and footer.",
+                plural(row.files, "table file"),
+                thousands(row.file_bytes),
+                thousands(row.cells),
+                thousands(row.stored_key_bytes),
+                thousands(row.block_overhead()),
+                thousands(row.index_bytes),
+                thousands(row.filter_bytes),
+            ),
+        );
         g.render(&mut out);
 
         out.push_str("\nwhat each family's table files hold (bytes):\n");

@@ -34,6 +34,7 @@ const BATCH: usize = 1_000;
 /// `column/wide-row.mjs`), cited as printed. These label the "lesson" column
 /// only; no cellar figure is computed from them.
 mod printed {
+    pub const BOOKS: u64 = 5_000;
     pub const LOAN_ENTRIES: u64 = 263_867;
     pub const AVERAGE_ROW: &str = "52.8";
     pub const WIDEST_ROW: &str = "book:1";
@@ -255,6 +256,11 @@ impl WideRowReport {
         let mut g = Grid::new();
         g.row(["", "lesson", "cellar"]);
         g.row([
+            "books (rows)".to_string(),
+            thousands(printed::BOOKS),
+            thousands(self.book_rows),
+        ]);
+        g.row([
             "loan entries".to_string(),
             thousands(printed::LOAN_ENTRIES),
             thousands(b.stored_entries),
@@ -275,6 +281,12 @@ impl WideRowReport {
             thousands(self.widest_columns),
         ]);
         g.render(&mut out);
+        diffs.check(
+            "books (rows)",
+            &thousands(printed::BOOKS),
+            &thousands(self.book_rows),
+            EXPECTED_SAME,
+        );
         diffs.check(
             "loan entries",
             &thousands(printed::LOAN_ENTRIES),
