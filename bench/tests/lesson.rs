@@ -214,6 +214,23 @@ fn wide_row_prints_the_books_it_counted() -> TestResult {
     Ok(())
 }
 
+/// Round trips are counted, one per engine read whose trace a figure sums,
+/// not written down: the reads' costs carry them.
+#[test]
+fn requests_are_the_reads_each_figure_sums() -> TestResult {
+    for p in &wide_row()?.paths {
+        assert_eq!((p.requests, p.cost.requests), (1, 1), "{}", p.name);
+    }
+    let l = layout()?;
+    for q in [&l.circulation, &l.record] {
+        assert_eq!(q.row_requests, q.row_layout.requests, "{}", q.name);
+        assert_eq!(q.family_requests, q.family_layout.requests, "{}", q.name);
+    }
+    assert_eq!(l.record.family_layout.requests, 4, "one read per family");
+    assert_eq!(l.record.family_layout.sources.len() % 4, 0);
+    Ok(())
+}
+
 #[test]
 fn march_slice_of_book_3_examines_333_columns_in_one_read() -> TestResult {
     let slice = &wide_row()?.paths[0];

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use cellar_sstable::PAGE_SIZE;
 
-use cellar_engine::{Compression, FamilyOptions, RowRange, Store, StoreOptions, TableInfo, Trace, WriteBatch};
+use cellar_engine::{Compression, FamilyOptions, RowRange, Store, StoreOptions, TableInfo, WriteBatch};
 
 use super::render::{Differences, Grid, EXPECTED_SAME};
 use super::{plural, prepare, ratio, thousands, ReadFigures, LOAD_TIME_MS};
@@ -329,13 +329,14 @@ fn measure(pair: &Pair) -> Result<(Vec<FamilyBytes>, LayoutQuery, LayoutQuery)> 
     drop(rows);
     let (rows, trace) = families_store.scan_traced(FAMILIES[2].0, &RowRange::all())?;
     let family_cells = rows.iter().map(|r| r.cells.len() as u64).sum();
+    let family_layout = ReadFigures::from(&trace);
     let circulation = LayoutQuery {
         name: printed::QUERIES[0].0.to_string(),
-        row_requests: 1,
+        row_requests: row_layout.requests,
         row_layout,
         row_cells,
-        family_requests: 1,
-        family_layout: ReadFigures::from(&trace),
+        family_requests: family_layout.requests,
+        family_layout,
         family_cells,
     };
     drop(rows);
@@ -345,7 +346,7 @@ fn measure(pair: &Pair) -> Result<(Vec<FamilyBytes>, LayoutQuery, LayoutQuery)> 
     let (cells, trace) = row_store.get_row_traced(ROW_LAYOUT, &row)?;
     let row_cells = cells.len() as u64;
     let row_layout = ReadFigures::from(&trace);
-    let mut family_layout = ReadFigures::from(&Trace::default());
+    let mut family_layout = ReadFigures::none();
     let mut family_cells = 0;
     for (name, _) in FAMILIES {
         let (cells, trace) = families_store.get_row_traced(name, &row)?;
@@ -354,10 +355,10 @@ fn measure(pair: &Pair) -> Result<(Vec<FamilyBytes>, LayoutQuery, LayoutQuery)> 
     }
     let record = LayoutQuery {
         name: printed::QUERIES[1].0.to_string(),
-        row_requests: 1,
+        row_requests: row_layout.requests,
         row_layout,
         row_cells,
-        family_requests: FAMILIES.len() as u64,
+        family_requests: family_layout.requests,
         family_layout,
         family_cells,
     };
