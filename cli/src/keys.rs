@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use cellar_keys::export;
-use cellar_keys::guides::{self, FieldKinds};
+use cellar_keys::guides;
 use cellar_keys::placement::{ClusterSpec, SplitPolicy, StoreModel};
 use cellar_keys::planner::{describe, plan_and_run};
 use cellar_keys::report;
@@ -230,15 +230,8 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Error> {
         args.writes,
         run.distinct_rows()
     )?;
-    let fields = run.records.first().map(FieldKinds::of).unwrap_or_default();
-    let findings = guides::check(&ex.key, &fields, !hashed);
-    if findings.is_empty() {
-        writeln!(out, "what the guides say: nothing against this key")?;
-    } else {
-        writeln!(out, "what the guides say:")?;
-        for f in &findings {
-            writeln!(out, "  {}", f.line())?;
-        }
+    for line in guides::lines(&guides::of_run(&run)) {
+        writeln!(out, "{line}")?;
     }
     if let Some((earlier, later)) = run.first_collision {
         let fields = |i: usize| -> String {

@@ -25,6 +25,7 @@
 //! ```
 
 use crate::encoding::{raw_long, reverse_ts19, to_string_binary};
+use crate::experiment::Run;
 use crate::key::{FieldEncoding, KeyDesign, Part, TimeForm};
 use crate::workload::{Record, Value};
 
@@ -93,6 +94,23 @@ impl FieldKinds {
     fn is_number(&self, name: &str) -> bool {
         self.numbers.iter().any(|n| n == name)
     }
+}
+
+/// What the guides say about a run's key, on its store and workload (the
+/// first record says which fields hold numbers).
+pub fn of_run(run: &Run) -> Vec<Finding> {
+    let fields = run.records.first().map(FieldKinds::of).unwrap_or_default();
+    check(&run.experiment.key, &fields, run.experiment.cluster.model.is_range())
+}
+
+/// The findings as the lines `cellar keys` and its report print.
+pub fn lines(findings: &[Finding]) -> Vec<String> {
+    if findings.is_empty() {
+        return vec!["what the guides say: nothing against this key".to_string()];
+    }
+    let mut out = vec!["what the guides say:".to_string()];
+    out.extend(findings.iter().map(|f| format!("  {}", f.line())));
+    out
 }
 
 /// Reads `design` against the guides, first part first. `range_store` is
