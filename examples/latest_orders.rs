@@ -68,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // What the answer must be: customer 42's orders, newest first, 20 of them.
     let mut expected: Vec<Order> = (1..=ORDERS).map(order).filter(|o| o.customer == 42).collect();
-    expected.sort_by(|a, b| b.time_ms.cmp(&a.time_ms));
+    expected.sort_by_key(|o| std::cmp::Reverse(o.time_ms));
     expected.truncate(20);
     let expected: Vec<String> = expected.iter().map(order_row_key).collect();
 
@@ -105,7 +105,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             kept.push((o.time_ms, order_row_key(&o)));
         }
     }
-    kept.sort_by(|a, b| b.0.cmp(&a.0));
+    kept.sort_by_key(|k| std::cmp::Reverse(k.0));
     let filtered: Vec<String> = kept.into_iter().take(20).map(|(_, k)| k).collect();
     if filtered != expected {
         return Err("the filtering scan disagrees with the orders written".into());
