@@ -169,8 +169,8 @@ pub fn check(design: &KeyDesign, fields: &FieldKinds, range_store: bool) -> Vec<
 }
 
 /// A time part first: on a range store every write sorts next to the one
-/// before; on a hashed store a partition key of time alone sends a period's
-/// writes to one partition.
+/// before; on a hashed store a partition key of a time bucket alone sends a
+/// period's writes to one partition.
 fn leading_time(design: &KeyDesign, range_store: bool) -> Option<Finding> {
     let first = design.parts.iter().find(|p| !p.is_literal())?;
     let Part::Timestamp(form) = first else {
@@ -178,17 +178,19 @@ fn leading_time(design: &KeyDesign, range_store: bool) -> Option<Finding> {
     };
     if !range_store {
         let partition = &design.parts[..design.partition_len()];
-        let time_only = partition
+        // A bucket alone: a whole hour (day, month) of writes hashes to one
+        // partition. (A millisecond alone hashes to a partition of its own,
+        // and the writes spread.)
+        let bucket_only = partition
             .iter()
             .filter(|p| !p.is_literal())
-            .all(|p| matches!(p, Part::Timestamp(_)));
-        return time_only.then(|| Finding {
+            .all(|p| matches!(p, Part::Timestamp(f) if f.is_bucket()));
+        return bucket_only.then(|| Finding {
             part: first.to_string(),
             warning: true,
             says: format!(
-                "{first} is the whole partition key: every write of the same {} goes to one partition, \
-                 on one node; lead the partition key with the entity the reads name",
-                if form.is_bucket() { "bucket" } else { "millisecond" }
+                "{first} is the whole partition key: every write of the same bucket goes to one partition, \
+                 on one node, until the next bucket starts; lead the partition key with the entity the reads name"
             ),
             sources: vec![DYNAMODB],
         });

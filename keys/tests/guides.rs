@@ -48,6 +48,8 @@ fn a_time_only_partition_key_is_advised_against_on_a_hashed_store() -> Result<()
     assert_eq!(found[0].sources, [DYNAMODB]);
     // With the entity in the partition key, the day bounds it: no advice.
     assert_eq!(findings("pad(customer,8) day(ts) | ts(ms)", false)?, []);
+    // A millisecond hashes to a partition of its own: writes spread.
+    assert_eq!(findings("ts(ms) | pad(customer,8)", false)?, []);
     Ok(())
 }
 
