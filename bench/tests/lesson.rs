@@ -58,6 +58,23 @@ fn append_only_keeps_every_write_in_six_files_and_a_memtable() -> TestResult {
     Ok(())
 }
 
+/// The lesson's first line starts "100000 records": the records live once
+/// the puts are in, from the family's statistics at that point of the load.
+#[test]
+fn append_only_prints_the_records_the_puts_made_live() -> TestResult {
+    let r = append_only()?;
+    assert_eq!(r.records(), 100_000);
+    let text = r.render();
+    let line: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("records"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(line.get(..3), Some(&["records", "100,000", "100,000"][..]), "{text}");
+    Ok(())
+}
+
 #[test]
 fn append_only_reads_visit_two_seven_one_seven_sources() -> TestResult {
     let r = append_only()?;
