@@ -7,8 +7,9 @@
 //! guide that gives the advice:
 //!
 //! * a time part leading the key of a range store: every write lands next to
-//!   the last one (Bigtable, "avoid timestamps at the start of a row key";
-//!   HBase, "monotonically increasing row keys");
+//!   the last one (Bigtable's guide advises against a timestamp alone or at
+//!   the start of a row key; HBase's calls it the monotonically increasing
+//!   row key);
 //! * a number written as text: `"10"` sorts before `"2"`;
 //! * a raw signed long: `-1` sorts after `255`;
 //! * a reverse timestamp: `Long.MAX_VALUE - ts` puts the newest row first;
