@@ -58,6 +58,23 @@ fn append_only_keeps_every_write_in_six_files_and_a_memtable() -> TestResult {
     Ok(())
 }
 
+/// The lesson's first line starts "100000 records": the records live once
+/// the puts are in, from the family's statistics at that point of the load.
+#[test]
+fn append_only_prints_the_records_the_puts_made_live() -> TestResult {
+    let r = append_only()?;
+    assert_eq!(r.records(), 100_000);
+    let text = r.render();
+    let line: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("records"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(line.get(..3), Some(&["records", "100,000", "100,000"][..]), "{text}");
+    Ok(())
+}
+
 #[test]
 fn append_only_reads_visit_two_seven_one_seven_sources() -> TestResult {
     let r = append_only()?;
@@ -199,6 +216,38 @@ fn wide_row_loads_263867_loans_into_5000_rows() -> TestResult {
     Ok(())
 }
 
+/// The lesson's first line starts "5000 books": cellar prints the rows its
+/// scan of `by_book` counted beside it.
+#[test]
+fn wide_row_prints_the_books_it_counted() -> TestResult {
+    let text = wide_row()?.render();
+    let books: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("books (rows)"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(books, ["books", "(rows)", "5,000", "5,000"], "{text}");
+    Ok(())
+}
+
+/// Round trips are counted, one per engine read whose trace a figure sums,
+/// not written down: the reads' costs carry them.
+#[test]
+fn requests_are_the_reads_each_figure_sums() -> TestResult {
+    for p in &wide_row()?.paths {
+        assert_eq!((p.requests, p.cost.requests), (1, 1), "{}", p.name);
+    }
+    let l = layout()?;
+    for q in [&l.circulation, &l.record] {
+        assert_eq!(q.row_requests, q.row_layout.requests, "{}", q.name);
+        assert_eq!(q.family_requests, q.family_layout.requests, "{}", q.name);
+    }
+    assert_eq!(l.record.family_layout.requests, 4, "one read per family");
+    assert_eq!(l.record.family_layout.sources.len() % 4, 0);
+    Ok(())
+}
+
 #[test]
 fn march_slice_of_book_3_examines_333_columns_in_one_read() -> TestResult {
     let slice = &wide_row()?.paths[0];
@@ -280,6 +329,47 @@ fn layout_stores_exactly_the_lessons_field_bytes() -> TestResult {
     ] {
         assert_eq!(r.family(family).map(|f| f.value_bytes), Some(bytes), "{family}");
     }
+    Ok(())
+}
+
+/// The lesson's first line, "20000 records, 7666879 bytes total, 1872
+/// pages": each figure beside cellar's, measured (rows counted by the
+/// row layout's scan, pages of its table files).
+#[test]
+fn layout_prints_the_lessons_records_bytes_and_pages() -> TestResult {
+    let r = layout()?;
+    assert_eq!(r.records(), 20_000);
+    let row = r.family("all_fields").ok_or("no row layout")?;
+    assert!(row.pages >= row.file_bytes.div_ceil(4096), "{row:?}");
+    assert!(row.pages <= row.file_bytes.div_ceil(4096) + row.files, "{row:?}");
+    let text = r.render();
+    let line = |label: &str| {
+        text.lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let records: Vec<String> = line("records ").split_whitespace().map(str::to_string).collect();
+    assert_eq!(records, ["records", "20,000", "20,000"], "{text}");
+    let pages: Vec<String> = line("pages, all records")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        pages,
+        [
+            "pages,",
+            "all",
+            "records",
+            "1,872",
+            &cellar_picture::thousands(row.pages)
+        ],
+        "{text}"
+    );
+    assert!(
+        text.contains("  - pages, all records: lesson 1,872 pages, cellar "),
+        "{text}"
+    );
     Ok(())
 }
 

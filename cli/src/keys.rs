@@ -11,6 +11,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use cellar_keys::export;
+use cellar_keys::guides;
 use cellar_keys::placement::{ClusterSpec, SplitPolicy, StoreModel};
 use cellar_keys::planner::{describe, plan_and_run};
 use cellar_keys::report;
@@ -229,6 +230,9 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Error> {
         args.writes,
         run.distinct_rows()
     )?;
+    for line in guides::lines(&guides::of_run(&run)) {
+        writeln!(out, "{line}")?;
+    }
     if let Some((earlier, later)) = run.first_collision {
         let fields = |i: usize| -> String {
             run.records.get(i).map_or_else(String::new, |r| {

@@ -174,3 +174,37 @@ fn the_verdict_word_agrees_with_the_ratio_it_prints() -> Result {
     );
     Ok(())
 }
+
+/// Seed 002: the sample keys come "with checks from the Bigtable and HBase
+/// guides underneath", and the byte-order section says why a raw long puts
+/// -1 after 255, why "10" sorts before "2", and why Long.MAX_VALUE - ts puts
+/// the newest row first.
+#[test]
+fn the_guides_checks_follow_the_sample_keys() -> Result {
+    let out = keys(&[
+        "--key",
+        r##"ts(ms) "#" long(customer) "#" field(order_id)"##,
+        "--writes",
+        "500",
+    ])?;
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("what the guides say"))
+        .ok_or(format!("no guides section: {out}"))?;
+    assert!(lines[..at].iter().any(|l| l.starts_with("sample keys:")), "{out}");
+    let guides = lines[at..].join("\n");
+    assert!(guides.contains("ts(ms) leads the key"), "{out}");
+    assert!(guides.contains(r"-1 is \xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF"), "{out}");
+    assert!(guides.contains(r#""10" sorts before "2""#), "{out}");
+    // A key the guides find nothing wrong with says so.
+    let out = keys(&[
+        "--key",
+        r##"pad(customer,12) "#" revts(ms,19) "#" pad(order_id,10)"##,
+        "--writes",
+        "500",
+    ])?;
+    assert!(out.contains("Long.MAX_VALUE - ts"), "{out}");
+    assert!(!out.contains("sorts before \"2\""), "{out}");
+    Ok(())
+}

@@ -12,7 +12,8 @@
 //! 1. [`encoding`]: how values become bytes, and why byte order matters.
 //! 2. [`key`] and [`syntax`]: a key as a list of parts, built in Rust or
 //!    parsed from text such as
-//!    `salt(user,16) "#" pad(user,12) "#" revts(ms,19) "#" field(order_id)`.
+//!    `salt(user,16) "#" pad(user,12) "#" revts(ms,19) "#" field(order_id)`;
+//!    [`guides`] reads a design against the Bigtable and HBase guides.
 //! 3. [`workload`]: seeded streams of writes to try a key on.
 //! 4. [`placement`]: where the writes land on a range-partitioned or hashed
 //!    cluster, splits and balancing included; [`verdict`] sums it up and
@@ -39,6 +40,7 @@ pub mod encoding;
 mod error;
 pub mod experiment;
 pub mod export;
+pub mod guides;
 pub mod key;
 pub mod placement;
 pub mod planner;

@@ -28,6 +28,7 @@ use cellar_picture::{colour, thousands, Anchor, Page, Section, Svg};
 
 use crate::encoding::{to_string_binary, DAY_MS, HOUR_MS};
 use crate::experiment::Run;
+use crate::guides;
 use crate::placement::Placement;
 use crate::planner::{clock, describe, Execution, Plan};
 
@@ -393,6 +394,9 @@ pub fn html(run: &Run, plans: &[(Plan, Execution)]) -> String {
         if p.model.is_range() { "region" } else { "ownership" }
     );
     s.figure(&picture(run), &caption);
+    page.push(s);
+    let mut s = Section::new("guides", "What the guides say");
+    s.preformatted(&(guides::lines(&guides::of_run(run)).join("\n") + "\n"));
     page.push(s);
     if !plans.is_empty() {
         let mut s = Section::new("reads", "Reads");

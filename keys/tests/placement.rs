@@ -351,3 +351,47 @@ fn a_long_span_spreads_writes_in_time_order_and_one_past_i64_is_refused() -> Res
     );
     Ok(())
 }
+
+/// Seed 002: "The Bigtable model also splits a tablet that took a large share
+/// of a minute's writes and places tablets on nodes by load". A hot *range*
+/// (tenant 1's orders, half of all writes, each a new key) is split by load
+/// although no tablet reaches the split size, and its pieces spread over the
+/// nodes; a hot *point* (one key per tenant) cannot be split.
+#[test]
+fn bigtable_load_splits_a_hot_range_but_never_a_hot_point() -> Result<(), Error> {
+    let bigtable = ClusterSpec::new(StoreModel::Bigtable {
+        split_rows: 1_000_000,
+        load_share: 0.3,
+    });
+    let range = run(
+        r##"pad(tenant,4) "#" pad(order_id,8)"##,
+        WorkloadKind::Tenants,
+        6000,
+        bigtable.clone(),
+    )?;
+    assert!(range.placement.splits > 0, "no load split");
+    check_range_layout(&range.placement.layout, &keys_of(&range)).map_err(Error::InvalidSetting)?;
+    // The same key with load splits off (only the size splits, which never come).
+    let size_only = ClusterSpec::new(StoreModel::Bigtable {
+        split_rows: 1_000_000,
+        load_share: 1.0,
+    });
+    let unsplit = run(
+        r##"pad(tenant,4) "#" pad(order_id,8)"##,
+        WorkloadKind::Tenants,
+        6000,
+        size_only,
+    )?;
+    assert_eq!(unsplit.placement.splits, 0);
+    assert!(
+        range.verdict.busiest_share < unsplit.verdict.busiest_share,
+        "load splits spread the hot range: {} against {}",
+        range.verdict.busiest_share,
+        unsplit.verdict.busiest_share
+    );
+    // One key per tenant: tenant 1's row takes half the writes and stays whole.
+    let point = run("pad(tenant,4)", WorkloadKind::Tenants, 6000, bigtable)?;
+    check_range_layout(&point.placement.layout, &keys_of(&point)).map_err(Error::InvalidSetting)?;
+    assert!(point.verdict.busiest_share >= 0.5, "{}", point.verdict.busiest_share);
+    Ok(())
+}

@@ -109,3 +109,24 @@ fn the_page_gives_the_span_in_the_unit_that_says_it_exactly() -> Result {
     }
     Ok(())
 }
+
+/// Seed 002: the page explains the key with "What the guides say": the
+/// same findings `cellar keys` prints, in a section of their own.
+#[test]
+fn the_page_has_what_the_guides_say() -> Result {
+    let run = hot_run()?;
+    let html = report::html(&run, &[]);
+    let doc = parse_page(&html)?;
+    let section = doc
+        .descendants()
+        .find(|n| n.has_tag_name("section") && n.attribute("id") == Some("guides"))
+        .ok_or("no guides section")?;
+    let text: String = section.descendants().filter_map(|n| n.text()).collect();
+    let findings = cellar_keys::guides::of_run(&run);
+    assert!(!findings.is_empty());
+    for f in &findings {
+        assert!(text.contains(&f.line()), "{text}");
+    }
+    assert!(text.contains("ts(ms) leads the key"), "{text}");
+    Ok(())
+}

@@ -13,7 +13,9 @@
 
 use std::path::Path;
 
-use cellar_engine::{Compression, FamilyOptions, RowRange, Store, StoreOptions, TableInfo, Trace, WriteBatch};
+use cellar_sstable::PAGE_SIZE;
+
+use cellar_engine::{Compression, FamilyOptions, RowRange, Store, StoreOptions, TableInfo, WriteBatch};
 
 use super::render::{Differences, Grid, EXPECTED_SAME};
 use super::{plural, prepare, ratio, thousands, ReadFigures, LOAD_TIME_MS};
@@ -45,7 +47,10 @@ const BATCH: u64 = 100;
 /// `column/layout.mjs`), cited as printed. These label the "lesson" column
 /// only; no cellar figure is computed from them.
 mod printed {
+    pub const RECORDS: u64 = 20_000;
     pub const TOTAL_BYTES: u64 = 7_666_879;
+    /// The row layout's size in 4,096-byte pages.
+    pub const TOTAL_PAGES: u64 = 1_872;
     /// Raw field bytes of each family.
     pub const FAMILY_BYTES: [(&str, u64); 4] = [
         ("identity", 1_353_388),
@@ -114,6 +119,9 @@ pub struct FamilyBytes {
     pub filter_bytes: u64,
     /// Bytes of the files on disk.
     pub file_bytes: u64,
+    /// 4,096-byte pages the files span, each file counted on its own (the
+    /// lesson's "pages" of the whole serialized data).
+    pub pages: u64,
     /// Data block bytes as they would be with every block stored raw (equal
     /// to `data_bytes` without compression).
     pub uncompressed_data_bytes: u64,
@@ -135,6 +143,7 @@ impl FamilyBytes {
             f.index_bytes += t.index_bytes;
             f.filter_bytes += t.filter_bytes;
             f.file_bytes += t.size;
+            f.pages += t.size.div_ceil(PAGE_SIZE);
             f.uncompressed_data_bytes += t.uncompressed_data_bytes;
         }
         f
@@ -219,6 +228,12 @@ impl LayoutReport {
     /// The bytes of a family by name.
     pub fn family(&self, name: &str) -> Option<&FamilyBytes> {
         self.families.iter().find(|f| f.name == name)
+    }
+
+    /// Records stored: the rows the row layout's scan (the circulation
+    /// query) returned.
+    pub fn records(&self) -> u64 {
+        self.circulation.row_layout.entries_returned
     }
 }
 
@@ -314,13 +329,14 @@ fn measure(pair: &Pair) -> Result<(Vec<FamilyBytes>, LayoutQuery, LayoutQuery)> 
     drop(rows);
     let (rows, trace) = families_store.scan_traced(FAMILIES[2].0, &RowRange::all())?;
     let family_cells = rows.iter().map(|r| r.cells.len() as u64).sum();
+    let family_layout = ReadFigures::from(&trace);
     let circulation = LayoutQuery {
         name: printed::QUERIES[0].0.to_string(),
-        row_requests: 1,
+        row_requests: row_layout.requests,
         row_layout,
         row_cells,
-        family_requests: 1,
-        family_layout: ReadFigures::from(&trace),
+        family_requests: family_layout.requests,
+        family_layout,
         family_cells,
     };
     drop(rows);
@@ -330,7 +346,7 @@ fn measure(pair: &Pair) -> Result<(Vec<FamilyBytes>, LayoutQuery, LayoutQuery)> 
     let (cells, trace) = row_store.get_row_traced(ROW_LAYOUT, &row)?;
     let row_cells = cells.len() as u64;
     let row_layout = ReadFigures::from(&trace);
-    let mut family_layout = ReadFigures::from(&Trace::default());
+    let mut family_layout = ReadFigures::none();
     let mut family_cells = 0;
     for (name, _) in FAMILIES {
         let (cells, trace) = families_store.get_row_traced(name, &row)?;
@@ -339,10 +355,10 @@ fn measure(pair: &Pair) -> Result<(Vec<FamilyBytes>, LayoutQuery, LayoutQuery)> 
     }
     let record = LayoutQuery {
         name: printed::QUERIES[1].0.to_string(),
-        row_requests: 1,
+        row_requests: row_layout.requests,
         row_layout,
         row_cells,
-        family_requests: FAMILIES.len() as u64,
+        family_requests: family_layout.requests,
         family_layout,
         family_cells,
     };
@@ -391,7 +407,18 @@ impl LayoutReport {
         ));
         let row = self.family(ROW_LAYOUT).cloned().unwrap_or_default();
         let mut g = Grid::new();
-        g.row(["field bytes", "lesson", "cellar"]);
+        g.row(["records, field bytes, pages", "lesson", "cellar"]);
+        g.row([
+            "records".to_string(),
+            thousands(printed::RECORDS),
+            thousands(self.records()),
+        ]);
+        diffs.check(
+            "records",
+            &thousands(printed::RECORDS),
+            &thousands(self.records()),
+            EXPECTED_SAME,
+        );
         g.row([
             "all records".to_string(),
             thousands(printed::TOTAL_BYTES),
@@ -413,6 +440,28 @@ impl LayoutReport {
                 EXPECTED_SAME,
             );
         }
+        g.row([
+            "pages, all records".to_string(),
+            thousands(printed::TOTAL_PAGES),
+            thousands(row.pages),
+        ]);
+        diffs.check(
+            "pages, all records",
+            &pages(printed::TOTAL_PAGES),
+            &pages(row.pages),
+            &format!(
+                "The lesson's pages hold the field bytes alone. cellar's row layout is {} of {} bytes: \
+                 the same field bytes, a key with each of its {} cells ({} bytes as stored), {} bytes of \
+                 entry headers, restart arrays and trailers, its index ({} bytes), filter ({} bytes) and footer.",
+                plural(row.files, "table file"),
+                thousands(row.file_bytes),
+                thousands(row.cells),
+                thousands(row.stored_key_bytes),
+                thousands(row.block_overhead()),
+                thousands(row.index_bytes),
+                thousands(row.filter_bytes),
+            ),
+        );
         g.render(&mut out);
 
         out.push_str("\nwhat each family's table files hold (bytes):\n");

@@ -60,6 +60,9 @@ pub use wide_row::{wide_row, wide_row_with, PathRead, WideRowReport, BY_BOOK, BY
 /// What one read cost, copied from its [`Trace`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadFigures {
+    /// Read requests made to the store: the traces these figures sum (the
+    /// lesson's "round trips").
+    pub requests: u64,
     /// Memtables and table files consulted until the answer was known (the
     /// lesson's "files visited").
     pub sources_visited: u64,
@@ -97,6 +100,7 @@ pub struct ReadFigures {
 impl From<&Trace> for ReadFigures {
     fn from(t: &Trace) -> ReadFigures {
         ReadFigures {
+            requests: 1,
             sources_visited: t.sources_visited(),
             files_visited: t.files_visited(),
             settled_by_key_range: tables_settled_by(t, Settled::KeyRange),
@@ -125,8 +129,17 @@ fn tables_settled_by(t: &Trace, how: Settled) -> u64 {
 }
 
 impl ReadFigures {
+    /// The cost of no read at all: what [`ReadFigures::add`] starts from.
+    pub fn none() -> ReadFigures {
+        ReadFigures {
+            requests: 0,
+            ..ReadFigures::from(&Trace::default())
+        }
+    }
+
     /// Adds the cost of another read (several requests answering one question).
     pub fn add(&mut self, other: &ReadFigures) {
+        self.requests += other.requests;
         self.sources_visited += other.sources_visited;
         self.files_visited += other.files_visited;
         self.settled_by_key_range += other.settled_by_key_range;

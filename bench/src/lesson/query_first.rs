@@ -584,7 +584,12 @@ fn measure(table: &Table, path: &AccessPath, params: &Params, asked: String) -> 
         asked,
         layout: served.layout,
         requests: served.requests,
-        layout_cost: ReadFigures::from(&served.trace),
+        // The table merges the traces of its requests into one; it counts
+        // the requests itself.
+        layout_cost: ReadFigures {
+            requests: served.requests,
+            ..ReadFigures::from(&served.trace)
+        },
         scan_cost: ReadFigures::from(&scanned.trace),
         scanned: scanned.layout,
         returned: served.records.len() as u64,

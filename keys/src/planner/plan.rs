@@ -482,12 +482,28 @@ fn note(plan: &Plan, w: &Walk, design: &KeyDesign, next_part: Option<&Part>, pus
     note
 }
 
+/// The smallest time bucket (hour, day, month) that holds every time of
+/// `time` in one bucket; an hour for a single time or none, a month for a
+/// range longer than that (still one range: buckets sort in time order).
+fn bucket_holding(time: &TimePredicate) -> TimeForm {
+    let TimePredicate::Between(from, to) = *time else {
+        return TimeForm::HourBucket;
+    };
+    let last = to.saturating_sub(1).max(from);
+    [TimeForm::HourBucket, TimeForm::DayBucket]
+        .into_iter()
+        .find(|form| form.encode(from).ok() == form.encode(last).ok())
+        .unwrap_or(TimeForm::MonthBucket)
+}
+
 /// A key layout that serves a read as one range scan: the fields it matches
 /// exactly first (zero-padded numbers, text closed by a separator), then the
 /// time in the order it wants, then the id that makes rows unique. A read with
-/// no entity gets an hour bucket first: a layout of its own, written beside
-/// the main one (a layout per read path), whose writes crowd into the current
-/// hour unless it is salted.
+/// no entity gets a time bucket first, the smallest that holds its whole time
+/// range (a minute's read an hour, a day's read the day, as seed 000 says: "a
+/// layout, whose leading part is the day"): a layout of its own, written
+/// beside the main one (a layout per read path), whose writes crowd into the
+/// current bucket unless it is salted.
 pub fn serving_layout(query: &Query, id_field: &str) -> KeyDesign {
     let mut b = KeyDesign::builder();
     for (f, v) in &query.equals {
@@ -498,7 +514,7 @@ pub fn serving_layout(query: &Query, id_field: &str) -> KeyDesign {
         .sep("#");
     }
     if query.equals.is_empty() {
-        b = b.timestamp(TimeForm::HourBucket).sep("#");
+        b = b.timestamp(bucket_holding(&query.time)).sep("#");
     }
     b = b
         .timestamp(if query.newest_first {
