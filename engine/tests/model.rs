@@ -64,6 +64,9 @@ const MAX_VERSIONS: [u32; 5] = [1, 2, 3, 2, 2];
 const TTL: [bool; 5] = [false, false, false, true, false];
 const ROWS: [&str; 5] = ["r0", "r1", "r2", "r3", "r4"];
 const COLUMNS: [&str; 4] = ["c0", "c1", "c2", "c3"];
+/// Snapshots held at once: a compaction must keep what each of them sees,
+/// not only the oldest or the newest (the oldest is let go for a new one).
+const HELD_SNAPSHOTS: usize = 3;
 /// Explicit timestamps are drawn from `0..EXPLICIT_TS`, so equal and
 /// out-of-order timestamps are common.
 const EXPLICIT_TS: u64 = 6;
@@ -867,7 +870,8 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
     let dir = tempfile::tempdir().map_err(fail)?;
     let mut store = Some(Store::open(dir.path(), store_options()).map_err(fail)?);
     let mut model = Model::default();
-    let mut held: Option<(Snapshot, u64)> = None;
+    // Snapshots held across later steps, oldest first (see `HELD_SNAPSHOTS`).
+    let mut held: Vec<(Snapshot, u64)> = Vec::new();
     let mut most_levels = 0;
     for (step, op) in ops.iter().enumerate() {
         let s = store.as_ref().ok_or_else(|| fail("no store"))?;
@@ -880,7 +884,7 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
                     .map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
             }
             Op::Reopen => {
-                held = None;
+                held.clear();
                 drop(store.take());
                 store = Some(
                     Store::open(dir.path(), store_options()).map_err(|e| fail(format!("step {step} {op:?}: {e}")))?,
@@ -895,7 +899,7 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
                 check_live(&reader.stats().map_err(fail)?, &model, step)?;
             }
             Op::ReadOnly(true) => {
-                held = None;
+                held.clear();
                 drop(store.take());
                 let reader = ReadOnlyStore::open(dir.path()).map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
                 check_all(&reader.snapshot(), &model, u64::MAX, step)?;
@@ -903,7 +907,12 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
                     Store::open(dir.path(), store_options()).map_err(|e| fail(format!("step {step} {op:?}: {e}")))?,
                 );
             }
-            Op::TakeSnapshot => held = Some((s.snapshot(), model.next_seq)),
+            Op::TakeSnapshot => {
+                if held.len() == HELD_SNAPSHOTS {
+                    held.remove(0);
+                }
+                held.push((s.snapshot(), model.next_seq));
+            }
             Op::Truncate(f) => {
                 s.truncate_family(FAMILIES[*f])
                     .map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
@@ -933,7 +942,7 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
             // (Not after every step: the statistics walk every table file.)
             check_live(&s.stats().map_err(fail)?, &model, step)?;
         }
-        if let Some((snapshot, upto)) = &held {
+        for (snapshot, upto) in &held {
             check_snapshot(snapshot, &model, *upto, step)?;
         }
         prop_assert_eq!(s.families().len(), FAMILIES.len() + 1);
