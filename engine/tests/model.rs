@@ -352,6 +352,18 @@ impl Model {
         }
     }
 
+    /// The timestamps of the puts to a cell of a family with a TTL that a
+    /// reader at `upto` finds expired (explicit timestamps all are).
+    fn expired_versions(&self, f: usize, r: usize, c: usize, upto: u64) -> Vec<u64> {
+        self.writes
+            .get(&(f, r, Some(c)))
+            .into_iter()
+            .flatten()
+            .filter(|((ts, seq), v)| v.is_some() && *ts < CLOCK_FLOOR && *seq <= upto && !self.truncated(f, *seq, upto))
+            .map(|((ts, _), _)| *ts)
+            .collect()
+    }
+
     /// The writes that decide a cell, for failure messages.
     fn history(&self, f: usize, r: usize, c: usize) -> String {
         let mut out = String::new();
@@ -642,7 +654,9 @@ fn check_snapshot(snapshot: &Snapshot, model: &Model, upto: u64, step: usize) ->
 /// is the newest deletion of its row or cell the model holds for the reader.
 /// Which of them are still stored depends on what compaction has dropped
 /// (nothing older left to hide), so the model checks each one returned and
-/// the order, not that every one is.
+/// the order, not that every one is. In a family with a TTL, a flush or a
+/// compaction that may not drop the newest expired version of a cell keeps
+/// it as a deletion (see `Compactor::keep`): that is a deletion too.
 fn check_deletions(snapshot: &Snapshot, model: &Model, upto: u64, step: usize) -> Result<(), TestCaseError> {
     for (f, family) in FAMILIES.iter().enumerate() {
         let deletions = cellar_engine::inspect::deletions(snapshot, family).map_err(fail)?;
@@ -664,7 +678,7 @@ fn check_deletions(snapshot: &Snapshot, model: &Model, upto: u64, step: usize) -
             let stored = model.tombstones((f, r, c), upto);
             let newest = stored.iter().max().copied();
             let latest = stored.iter().max_by_key(|(_, seq)| *seq).copied();
-            let expected: Vec<u64> = match (newest, latest) {
+            let mut expected: Vec<u64> = match (newest, latest) {
                 // The newest deletion was also written last: nothing can have
                 // dropped it and kept an older one.
                 (Some(n), Some(l)) if n == l => vec![clocked(n.0)],
@@ -673,6 +687,9 @@ fn check_deletions(snapshot: &Snapshot, model: &Model, upto: u64, step: usize) -
                 // timestamp may then be the newest stored.
                 _ => stored.iter().map(|(ts, _)| clocked(*ts)).collect(),
             };
+            if let (true, Some(c)) = (TTL[f], c) {
+                expected.extend(model.expired_versions(f, r, c, upto));
+            }
             prop_assert!(
                 expected.contains(&clocked(d.timestamp)),
                 "step {}: {} deletion {:?}, expected one of {:?}; history {}",

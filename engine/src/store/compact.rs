@@ -177,22 +177,30 @@ impl Inner {
         let mut compactor = Compactor::new(horizon, fam.options.max_versions, expire_before, bottommost);
         let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, level, true);
         let mut seen = 0u64;
-        let mut zeroed = Vec::new();
+        let mut rewritten = Vec::new();
         while merge.valid() {
             let Some(keep) = compactor.keep(merge.key()) else {
                 // Dropping `out` removes the files written so far; the
                 // inputs stay as they are.
                 return Err(merge.undecodable_key());
             };
-            if keep {
-                let entry_key = if bottommost && key::suffix(merge.key()).is_some_and(|(_, seq, _)| seq <= horizon) {
-                    key::zero_sequence_into(merge.key(), &mut zeroed);
-                    zeroed.as_slice()
-                } else {
-                    merge.key()
-                };
-                // The value lent from its block: no reference count raised per entry.
-                merge.with_value(|value| out.add(entry_key, value))?;
+            match keep {
+                Keep::Entry => {
+                    let entry_key = if bottommost && key::suffix(merge.key()).is_some_and(|(_, seq, _)| seq <= horizon)
+                    {
+                        key::zero_sequence_into(merge.key(), &mut rewritten);
+                        rewritten.as_slice()
+                    } else {
+                        merge.key()
+                    };
+                    // The value lent from its block: no reference count raised per entry.
+                    merge.with_value(|value| out.add(entry_key, value))?;
+                }
+                Keep::AsDeletion => {
+                    key::cell_deletion_into(merge.key(), &mut rewritten);
+                    out.add(&rewritten, &[])?;
+                }
+                Keep::Drop => {}
             }
             merge.next()?;
             seen += 1;
