@@ -302,6 +302,10 @@ fn a_scan_opened_on_a_memtable_reads_it_whole_after_its_flush_and_the_store_is_g
 /// `None` for a cell deletion; a row deletion is kept under column `""`.
 type Writes = BTreeMap<(u64, String), Vec<(u64, Option<String>)>>;
 
+/// A row as the racing-compactions test compares it: its key, and each
+/// cell's column, timestamp and value.
+type RowCells = (String, Vec<(String, u64, String)>);
+
 /// What a reader of `writes` sees of one cell: the versions newer than its
 /// newest deletion (of the cell or of its row), newest first, at most `max`.
 /// Timestamps only grow in that test, so age is the timestamp alone.
@@ -353,7 +357,7 @@ fn check_against_writes(
                 rows.push((row_name(r), row));
             }
         }
-        let scanned: Vec<(String, Vec<(String, u64, String)>)> = snapshot
+        let scanned: Vec<RowCells> = snapshot
             .scan(family, &RowRange::all())?
             .map(|r| {
                 r.map(|r| {
