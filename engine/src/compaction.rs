@@ -465,6 +465,7 @@ pub(crate) fn flush_memtable(
 mod tests {
     use super::*;
     use crate::key;
+    use proptest::prelude::*;
 
     #[test]
     fn similar_neighbours_are_merged_once_there_are_enough() {
@@ -861,5 +862,113 @@ mod tests {
             "replaced before the horizon"
         );
         assert_eq!(c.keep(&k("b", 10, 2, Kind::Put)), Some(Keep::Entry));
+    }
+
+    /// Row names for generated shapes: one byte each, so ranges are easy to read.
+    const ROW_NAMES: [&[u8]; 26] = [
+        b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"i", b"j", b"k", b"l", b"m", b"n", b"o", b"p", b"q", b"r",
+        b"s", b"t", b"u", b"v", b"w", b"x", b"y", b"z",
+    ];
+
+    /// A leveled family's shape: level 0's runs (any rows, one file each,
+    /// newest first), then levels 1 to 6, each one run of files with
+    /// disjoint rows in key order. Each level is given as the sorted cut
+    /// points of its row space and which of the pieces hold a file.
+    fn leveled_shape() -> impl Strategy<Value = Vec<FileShape<'static>>> {
+        let level0 = proptest::collection::vec((0..26usize, 0..26usize, 1..40u64), 0..5);
+        let level = proptest::collection::vec((0..26usize, 0..26usize, 1..400u64), 0..4);
+        (level0, proptest::collection::vec(level, 6)).prop_map(|(level0, levels)| {
+            let mut files = Vec::new();
+            // Level 0's ids count down from 1000 (newest first), the levels' up from 2000.
+            for (i, (a, b, size)) in level0.into_iter().enumerate() {
+                let id = 1000 - i as u64;
+                files.push(file_bytes(id, id, 0, size, a.min(b), a.max(b)));
+            }
+            let mut id = 2000;
+            for (i, pieces) in levels.into_iter().enumerate() {
+                let level = i as u32 + 1;
+                // Disjoint ranges: sort the pieces and keep those that do not
+                // overlap the one before.
+                let mut ranges: Vec<(usize, usize, u64)> =
+                    pieces.into_iter().map(|(a, b, s)| (a.min(b), a.max(b), s)).collect();
+                ranges.sort();
+                let mut last_end: Option<usize> = None;
+                for (first, last, size) in ranges {
+                    if last_end.is_some_and(|end| first <= end) {
+                        continue;
+                    }
+                    last_end = Some(last);
+                    id += 1;
+                    files.push(file_bytes(id, u64::from(level), level, size, first, last));
+                }
+            }
+            files
+        })
+    }
+
+    /// A file of `size` KiB holding rows `ROW_NAMES[first]` to `ROW_NAMES[last]`.
+    fn file_bytes(id: u64, run: u64, level: u32, size: u64, first: usize, last: usize) -> FileShape<'static> {
+        FileShape {
+            file_id: id,
+            run,
+            level,
+            size: size * 1024,
+            first_row: ROW_NAMES[first],
+            last_row: ROW_NAMES[last],
+        }
+    }
+
+    proptest! {
+        /// Whatever a leveled family's shape, a choice keeps it leveled and
+        /// its age order true: level 0 goes whole; the output level's files
+        /// that share a row with what comes down are merged too, so the level
+        /// stays disjoint; nothing jumps over a level that holds data; a file
+        /// moves only where no file shares its rows; and a merge is
+        /// bottommost exactly when no deeper file shares a row with it.
+        #[test]
+        fn a_leveled_choice_keeps_levels_disjoint_and_calls_bottommost_right(
+            files in leveled_shape(),
+            trigger in 1..5usize,
+        ) {
+            let options = FamilyOptions::default()
+                .compaction(Compaction::Leveled { base_bytes: 64 * 1024, multiplier: 2 })
+                .compaction_trigger(trigger);
+            let Some(choice) = choose(&files, &options) else { return Ok(()) };
+            let by_id = |id: u64| files.iter().find(|f| f.file_id == id);
+            let run_of = |level: u32| files.iter().find(|f| f.level == level).map(|f| f.run);
+            let (moved, out, run, bottommost): (Vec<&FileShape<'_>>, u32, Option<u64>, Option<bool>) = match &choice {
+                Choice::Merge { inputs, level, run, bottommost } => {
+                    let inputs: Vec<&FileShape<'_>> = inputs.iter().filter_map(|&id| by_id(id)).collect();
+                    (inputs, *level, *run, Some(*bottommost))
+                }
+                Choice::Move { file_id, level, run } => (by_id(*file_id).into_iter().collect(), *level, *run, None),
+            };
+            prop_assert!(!moved.is_empty(), "{:?}", choice);
+            let from = moved.iter().map(|f| f.level).min().unwrap_or(0);
+            prop_assert!(from < out && out <= LAST_LEVEL, "{:?}", choice);
+            prop_assert!(moved.iter().all(|f| f.level == from || f.level == out), "{:?}", choice);
+            prop_assert_eq!(run, run_of(out), "the output joins its level's run");
+            prop_assert!(
+                !files.iter().any(|f| f.level > from && f.level < out),
+                "{:?} jumps over a level that holds data", choice
+            );
+            if from == 0 {
+                prop_assert!(
+                    files.iter().filter(|f| f.level == 0).all(|f| moved.iter().any(|m| m.file_id == f.file_id)),
+                    "level 0 goes whole: {:?}", choice
+                );
+            }
+            let first = moved.iter().map(|f| f.first_row).min().unwrap_or(b"");
+            let last = moved.iter().map(|f| f.last_row).max().unwrap_or(b"");
+            let stays = |f: &&FileShape<'_>| !moved.iter().any(|m| m.file_id == f.file_id);
+            prop_assert!(
+                !files.iter().filter(stays).any(|f| f.level == out && f.shares_rows(first, last)),
+                "{:?} leaves a file of level {} sharing its rows", choice, out
+            );
+            let deeper = files.iter().any(|f| f.level > out && f.shares_rows(first, last));
+            if let Some(bottommost) = bottommost {
+                prop_assert_eq!(bottommost, !deeper, "{:?}", choice);
+            }
+        }
     }
 }
