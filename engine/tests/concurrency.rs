@@ -475,3 +475,57 @@ fn snapshots_read_what_they_saw_while_manual_compactions_race_background_ones() 
     check_against_writes(&store.snapshot(), &writes, "reopened")?;
     Ok(())
 }
+
+/// A file moved down a level without a rewrite is the same file listed
+/// again. A snapshot taken before the move (holding the first listing) or
+/// after it (holding the second) reads it after a later merge replaced it,
+/// and the file stays on disk until the last version holding it under
+/// either listing is dropped. The first listing was never marked obsolete
+/// and the second deleted the file when it went: the file was gone while a
+/// snapshot taken before the move still held it (its reads went on through
+/// the map).
+#[test]
+fn a_moved_file_stays_until_no_snapshot_holds_it_under_either_listing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let off = FamilyOptions::default()
+        .compaction(cellar_engine::Compaction::LEVELED)
+        .compaction_trigger(0);
+    let store = Store::open(dir.path(), StoreOptions::default().family_with("f", off.clone()))?;
+    for i in 0..50 {
+        store.put_at("f", row(i), "c", 1, "first")?;
+    }
+    store.flush()?;
+    let flushed = store.tables();
+    assert_eq!(flushed.iter().map(|t| t.level).collect::<Vec<_>>(), vec![0]);
+    let before_move = store.snapshot();
+    // Automatic compaction on: the lone file moves to the last level as it is.
+    store.alter_family("f", off.compaction_trigger(1))?;
+    store.wait_for_background_work()?;
+    let moved = store.tables();
+    assert_eq!(
+        moved.iter().map(|t| (t.file_id, t.level)).collect::<Vec<_>>(),
+        vec![(flushed[0].file_id, 6)],
+        "moved, not rewritten"
+    );
+    let after_move = store.snapshot();
+    for i in 0..50 {
+        store.put_at("f", row(i), "c", 2, "second")?;
+    }
+    store.flush()?;
+    store.wait_for_background_work()?;
+    assert!(
+        store.tables().iter().all(|t| t.file_id != flushed[0].file_id),
+        "merged away"
+    );
+    for (name, snapshot) in [("after the move", after_move), ("before the move", before_move)] {
+        assert!(flushed[0].path.exists(), "{name}: the file is held by a snapshot");
+        let rows: Vec<_> = snapshot.scan("f", &RowRange::all())?.collect::<Result<_, _>>()?;
+        assert_eq!(rows.len(), 50, "{name}");
+        assert!(rows.iter().all(|r| &r.cells[0].value[..] == b"first"), "{name}");
+        drop(snapshot);
+    }
+    store.wait_for_background_work()?;
+    assert!(!flushed[0].path.exists(), "deleted once no version holds it");
+    assert_eq!(store.get("f", row(7), "c")?.map(|c| c.value), Some("second".into()));
+    Ok(())
+}
