@@ -116,7 +116,10 @@ impl Inner {
     }
 
     /// Moves one file to another level and run without rewriting it (its
-    /// rows share no file there): one manifest edit, the same file.
+    /// rows share no file there): one manifest edit, the same file. A run of
+    /// its own takes a number from the file counter, recorded as used with
+    /// the edit (else a later open or repair gives it to another run of the
+    /// family, and the read path reads the two as one).
     fn move_table(&self, fam: &FamilyVersion, file: &Arc<TableFile>, level: u32, run: Option<u64>) -> Result<()> {
         let run = run.unwrap_or_else(|| self.next_file.fetch_add(1, Ordering::SeqCst));
         let moved = Arc::new(file.moved(level, run));
@@ -133,6 +136,7 @@ impl Inner {
                     family: fam.id,
                     table: moved.meta.clone(),
                 },
+                Edit::NextFileNumber(self.next_file.load(Ordering::SeqCst)),
             ];
             let mut f = (**now).clone();
             for t in f.tables.iter_mut() {
