@@ -432,6 +432,68 @@ fn a_crash_at_any_step_of_a_compaction_that_drops_deletions_brings_nothing_back(
     }
 }
 
+/// Background work under crashes: a leveled family with small levels is
+/// switched to automatic compaction, and its flushed tables are merged down
+/// and moved whole into empty levels. Every image after every file system
+/// call of that work holds exactly the family's cells, and opens twice to
+/// the same answer.
+#[test]
+fn a_crash_at_any_step_of_background_merges_and_moves_keeps_every_cell() {
+    let small_levels = || {
+        family(Compression::None)
+            .compaction(Compaction::Leveled {
+                base_bytes: 2048,
+                multiplier: 2,
+            })
+            .target_file_entries(8)
+    };
+    for crash in CRASHES {
+        let root = tempfile::tempdir().unwrap();
+        let options = StoreOptions::default()
+            .sync(SyncPolicy::Always)
+            .family_with(TARGET, small_levels())
+            .family_with(BYSTANDER, family(Compression::None));
+        // Flushed tables to merge, and rows after all of theirs in the log.
+        let prepare = |store: &Store| {
+            let mut held = fill_with_deletions(store);
+            store.flush_family(TARGET).unwrap();
+            for i in 0..10 {
+                store.put_at(TARGET, format!("s{i:03}"), "c", 1, "after").unwrap();
+                held.get_mut(TARGET)
+                    .unwrap()
+                    .insert(format!("s{i:03}"), "after".to_string());
+            }
+            held
+        };
+        let (images, written, _) = crash_during_with(root.path(), crash, options, prepare, |store| {
+            // Level 0 merged into the last level, then a flush of rows no
+            // table below holds, moved down whole.
+            store
+                .alter_family(TARGET, small_levels().compaction_trigger(1))
+                .unwrap();
+            store.wait_for_background_work().unwrap();
+            let merged = store.tables().iter().filter(|t| t.family == TARGET).count();
+            store.flush_family(TARGET).unwrap();
+            store.wait_for_background_work().unwrap();
+            let tables: Vec<_> = store.tables().into_iter().filter(|t| t.family == TARGET).collect();
+            // (To level 5, the base level now, as a run of its own.)
+            assert!(tables.iter().all(|t| t.level > 0), "{tables:?}");
+            assert_eq!(tables.len(), merged + 1, "the flushed table moved, not merged");
+            Rows::new()
+        });
+        for image in &images {
+            let (rows, _) = open_image(image, &written[BYSTANDER]);
+            assert_eq!(
+                rows.as_ref(),
+                Some(&written[TARGET]),
+                "{crash:?} {}: the target family's cells",
+                image.display()
+            );
+        }
+        println!("{crash:?}: {} images of background merges and moves", images.len());
+    }
+}
+
 /// A crash at any step of a repair (a power cut, or the process killed)
 /// leaves a store that either opens, or that a second repair rebuilds; in
 /// both cases it holds every row the repair was to bring back: the tables'
