@@ -872,8 +872,8 @@ mod tests {
 
     /// A leveled family's shape: level 0's runs (any rows, one file each,
     /// newest first), then levels 1 to 6, each one run of files with
-    /// disjoint rows in key order. Each level is given as the sorted cut
-    /// points of its row space and which of the pieces hold a file.
+    /// disjoint rows in key order (generated ranges that overlap the one
+    /// before them are left out).
     fn leveled_shape() -> impl Strategy<Value = Vec<FileShape<'static>>> {
         let level0 = proptest::collection::vec((0..26usize, 0..26usize, 1..40u64), 0..5);
         let level = proptest::collection::vec((0..26usize, 0..26usize, 1..400u64), 0..4);
