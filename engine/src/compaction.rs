@@ -71,6 +71,7 @@
 use std::ops::Range;
 
 use crate::error::{Error, Result};
+use crate::key::{self, Kind};
 use crate::memtable::Memtable;
 use crate::options::{Compaction, FamilyOptions};
 use crate::output::TableOutput;
@@ -373,6 +374,18 @@ pub(crate) struct Compactor {
     bottommost: bool,
 }
 
+/// What becomes of one entry of a flush or a compaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// Written to the output as it is.
+    Entry,
+    /// Written as a cell deletion with the same timestamp and sequence
+    /// number, and no value (an expired version; see [`Compactor::keep`]).
+    AsDeletion,
+    /// Left out: no reader of the new version can see it.
+    Drop,
+}
+
 impl Compactor {
     /// `bottommost`: the inputs include the family's oldest run, so no older
     /// entry exists anywhere else.
@@ -383,24 +396,39 @@ impl Compactor {
         }
     }
 
-    /// Whether the entry with this key goes to the output; `None` if the key
-    /// does not decode. Such an entry is neither kept nor dropped: the caller
-    /// stops with a corruption naming the input that holds it, so compaction
-    /// never loses bytes it does not understand, nor copies them on as if
-    /// they were sound.
-    pub fn keep(&mut self, entry_key: &[u8]) -> Option<bool> {
+    /// What becomes of the entry with this key; `None` if the key does not
+    /// decode. Such an entry is neither kept nor dropped: the caller stops
+    /// with a corruption naming the input that holds it, so compaction never
+    /// loses bytes it does not understand, nor copies them on as if they
+    /// were sound.
+    pub fn keep(&mut self, entry_key: &[u8]) -> Option<Keep> {
         Some(match self.rule.judge(entry_key)? {
             // Seen by readers at the horizon, or written after it (a reader
             // between the two must still find it, and what it would hide).
-            Verdict::Visible | Verdict::Unwritten => true,
+            Verdict::Visible | Verdict::Unwritten => Keep::Entry,
             // A deletion is dropped only when nothing older exists outside the
             // inputs (bottommost: whatever it hides in the inputs is dropped
-            // here too). An expired one is already `Hidden`: everything it
-            // could hide has expired with it.
-            Verdict::Deletion => !self.bottommost,
+            // here too).
+            Verdict::Deletion if self.bottommost => Keep::Drop,
+            Verdict::Deletion => Keep::Entry,
+            // The newest expired entry of its cell (or row). No reader sees
+            // it, nor anything older in its cell; but the family's TTL may be
+            // lengthened again (`alter`), and then older versions outside the
+            // inputs would come back where it was: a deleted value, or one a
+            // newer version replaced. So unless nothing older exists outside
+            // the inputs, it stays, a version as a cell deletion (the key
+            // without the value, as RocksDB turns what a compaction filter
+            // removes into a deletion): what expired stays gone, whatever the
+            // TTL becomes.
+            Verdict::Expired if self.bottommost => Keep::Drop,
+            Verdict::Expired => match key::suffix(entry_key)? {
+                (_, _, Kind::Put) => Keep::AsDeletion,
+                _ => Keep::Entry,
+            },
             // Hidden by a deletion, replaced by a later write with the same
-            // timestamp, beyond max_versions, or expired: no reader sees it.
-            Verdict::Hidden => false,
+            // timestamp, beyond max_versions, or expired under a newer entry
+            // of its cell: no reader sees it, nor would under a longer TTL.
+            Verdict::Hidden => Keep::Drop,
         })
     }
 }
@@ -418,10 +446,15 @@ pub(crate) fn flush_memtable(
     out: &mut TableOutput<'_>,
 ) -> Result<()> {
     let mut compactor = Compactor::new(horizon, options.max_versions, options.expire_before(now_ms), false);
+    let mut rewritten = Vec::new();
     memtable.for_each(|k, value| {
         match compactor.keep(k) {
-            Some(true) => out.add(k, value),
-            Some(false) => Ok(()),
+            Some(Keep::Entry) => out.add(k, value),
+            Some(Keep::AsDeletion) => {
+                key::cell_deletion_into(k, &mut rewritten);
+                out.add(&rewritten, &[])
+            }
+            Some(Keep::Drop) => Ok(()),
             // A memtable holds only keys the store encoded itself.
             None => Err(Error::corruption("<memtable>", 0, "an entry's key does not decode")),
         }
@@ -432,6 +465,7 @@ pub(crate) fn flush_memtable(
 mod tests {
     use super::*;
     use crate::key;
+    use proptest::prelude::*;
 
     #[test]
     fn similar_neighbours_are_merged_once_there_are_enough() {
@@ -714,41 +748,79 @@ mod tests {
         let mut c = Compactor::new(u64::MAX, 1, 0, false);
         assert_eq!(
             c.keep(&k("", 50, 9, Kind::DeleteRow)),
-            Some(true),
+            Some(Keep::Entry),
             "not bottommost: the row tombstone stays"
         );
         assert_eq!(
             c.keep(&k("a", 60, 10, Kind::Put)),
-            Some(true),
+            Some(Keep::Entry),
             "newer than the row deletion"
         );
         assert_eq!(
             c.keep(&k("a", 40, 3, Kind::Put)),
-            Some(false),
+            Some(Keep::Drop),
             "hidden by the row deletion"
         );
-        assert_eq!(c.keep(&k("b", 70, 11, Kind::Put)), Some(true));
-        assert_eq!(c.keep(&k("b", 65, 8, Kind::Put)), Some(false), "beyond max_versions");
+        assert_eq!(c.keep(&k("b", 70, 11, Kind::Put)), Some(Keep::Entry));
+        assert_eq!(
+            c.keep(&k("b", 65, 8, Kind::Put)),
+            Some(Keep::Drop),
+            "beyond max_versions"
+        );
         let mut bottom = Compactor::new(u64::MAX, 2, 0, true);
         assert_eq!(
             bottom.keep(&k("c", 30, 5, Kind::DeleteCell)),
-            Some(false),
+            Some(Keep::Drop),
             "bottommost: tombstone dropped"
         );
-        assert_eq!(bottom.keep(&k("c", 20, 4, Kind::Put)), Some(false), "and what it hid");
-        assert_eq!(bottom.keep(&k("d", 20, 4, Kind::Put)), Some(true));
+        assert_eq!(
+            bottom.keep(&k("c", 20, 4, Kind::Put)),
+            Some(Keep::Drop),
+            "and what it hid"
+        );
+        assert_eq!(bottom.keep(&k("d", 20, 4, Kind::Put)), Some(Keep::Entry));
         assert_eq!(
             bottom.keep(&k("d", 20, 2, Kind::Put)),
-            Some(false),
+            Some(Keep::Drop),
             "same timestamp, earlier write"
         );
         assert_eq!(
             bottom.keep(&k("d", 10, 1, Kind::Put)),
-            Some(true),
+            Some(Keep::Entry),
             "second version kept"
         );
-        let mut ttl = Compactor::new(u64::MAX, 1, 100, false);
-        assert_eq!(ttl.keep(&k("e", 99, 1, Kind::Put)), Some(false), "expired");
+        let mut ttl = Compactor::new(u64::MAX, 2, 100, true);
+        assert_eq!(ttl.keep(&k("e", 99, 1, Kind::Put)), Some(Keep::Drop), "expired");
+    }
+
+    #[test]
+    fn the_newest_expired_entry_of_a_cell_or_row_stays_until_nothing_older_is_left_outside() {
+        use crate::key::Kind;
+        let k = |col: &str, ts, seq, kind| key::encode(b"r", col.as_bytes(), ts, seq, kind);
+        let row_deletion = |ts, seq| key::encode(b"r", b"", ts, seq, Kind::DeleteRow);
+        // Everything before timestamp 100 has expired.
+        let mut c = Compactor::new(u64::MAX, 2, 100, false);
+        let kept = [
+            (row_deletion(90, 9), Keep::Entry, "the row's newest deletion, expired"),
+            (row_deletion(80, 8), Keep::Drop, "an older one"),
+            (k("a", 150, 10, Kind::Put), Keep::Entry, "not expired"),
+            (k("a", 95, 7, Kind::Put), Keep::AsDeletion, "the newest expired version"),
+            (k("a", 94, 6, Kind::Put), Keep::Drop, "older than it"),
+            (k("b", 85, 4, Kind::Put), Keep::Drop, "under the expired row deletion"),
+            (k("c", 97, 2, Kind::DeleteCell), Keep::Entry, "an expired cell deletion"),
+            (k("c", 96, 1, Kind::Put), Keep::Drop, "under it"),
+        ];
+        for (entry, keep, why) in kept {
+            assert_eq!(c.keep(&entry), Some(keep), "{why}");
+        }
+        // Bottommost: nothing older is left for them to hide, under any TTL.
+        let mut bottom = Compactor::new(u64::MAX, 2, 100, true);
+        assert_eq!(bottom.keep(&row_deletion(90, 9)), Some(Keep::Drop));
+        assert_eq!(bottom.keep(&k("a", 95, 7, Kind::Put)), Some(Keep::Drop));
+        // The rewritten key: the same cell and place in key order, a deletion.
+        let mut rewritten = Vec::new();
+        key::cell_deletion_into(&k("a", 95, 7, Kind::Put), &mut rewritten);
+        assert_eq!(rewritten, k("a", 95, 7, Kind::DeleteCell));
     }
 
     #[test]
@@ -760,7 +832,7 @@ mod tests {
         // A sound suffix after a body with no row terminator.
         let no_row = [&b"r"[..], &sound[sound.len() - key::SUFFIX_LEN..]].concat();
         assert_eq!(c.keep(&no_row), None);
-        assert_eq!(c.keep(&sound), Some(true));
+        assert_eq!(c.keep(&sound), Some(Keep::Entry));
     }
 
     #[test]
@@ -771,24 +843,132 @@ mod tests {
         let mut c = Compactor::new(5, 1, 0, true);
         assert_eq!(
             c.keep(&k("", 40, 8, Kind::DeleteRow)),
-            Some(true),
+            Some(Keep::Entry),
             "not yet visible to every reader"
         );
         assert_eq!(
             c.keep(&k("a", 30, 9, Kind::Put)),
-            Some(true),
+            Some(Keep::Entry),
             "not yet visible to every reader"
         );
         assert_eq!(
             c.keep(&k("a", 20, 4, Kind::Put)),
-            Some(true),
+            Some(Keep::Entry),
             "the newest version at the horizon"
         );
         assert_eq!(
             c.keep(&k("a", 10, 3, Kind::Put)),
-            Some(false),
+            Some(Keep::Drop),
             "replaced before the horizon"
         );
-        assert_eq!(c.keep(&k("b", 10, 2, Kind::Put)), Some(true));
+        assert_eq!(c.keep(&k("b", 10, 2, Kind::Put)), Some(Keep::Entry));
+    }
+
+    /// Row names for generated shapes: one byte each, so ranges are easy to read.
+    const ROW_NAMES: [&[u8]; 26] = [
+        b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"i", b"j", b"k", b"l", b"m", b"n", b"o", b"p", b"q", b"r",
+        b"s", b"t", b"u", b"v", b"w", b"x", b"y", b"z",
+    ];
+
+    /// A leveled family's shape: level 0's runs (any rows, one file each,
+    /// newest first), then levels 1 to 6, each one run of files with
+    /// disjoint rows in key order (generated ranges that overlap the one
+    /// before them are left out).
+    fn leveled_shape() -> impl Strategy<Value = Vec<FileShape<'static>>> {
+        let level0 = proptest::collection::vec((0..26usize, 0..26usize, 1..40u64), 0..5);
+        let level = proptest::collection::vec((0..26usize, 0..26usize, 1..400u64), 0..4);
+        (level0, proptest::collection::vec(level, 6)).prop_map(|(level0, levels)| {
+            let mut files = Vec::new();
+            // Level 0's ids count down from 1000 (newest first), the levels' up from 2000.
+            for (i, (a, b, size)) in level0.into_iter().enumerate() {
+                let id = 1000 - i as u64;
+                files.push(file_bytes(id, id, 0, size, a.min(b), a.max(b)));
+            }
+            let mut id = 2000;
+            for (i, pieces) in levels.into_iter().enumerate() {
+                let level = i as u32 + 1;
+                // Disjoint ranges: sort the pieces and keep those that do not
+                // overlap the one before.
+                let mut ranges: Vec<(usize, usize, u64)> =
+                    pieces.into_iter().map(|(a, b, s)| (a.min(b), a.max(b), s)).collect();
+                ranges.sort();
+                let mut last_end: Option<usize> = None;
+                for (first, last, size) in ranges {
+                    if last_end.is_some_and(|end| first <= end) {
+                        continue;
+                    }
+                    last_end = Some(last);
+                    id += 1;
+                    files.push(file_bytes(id, u64::from(level), level, size, first, last));
+                }
+            }
+            files
+        })
+    }
+
+    /// A file of `size` KiB holding rows `ROW_NAMES[first]` to `ROW_NAMES[last]`.
+    fn file_bytes(id: u64, run: u64, level: u32, size: u64, first: usize, last: usize) -> FileShape<'static> {
+        FileShape {
+            file_id: id,
+            run,
+            level,
+            size: size * 1024,
+            first_row: ROW_NAMES[first],
+            last_row: ROW_NAMES[last],
+        }
+    }
+
+    proptest! {
+        /// Whatever a leveled family's shape, a choice keeps it leveled and
+        /// its age order true: level 0 goes whole; the output level's files
+        /// that share a row with what comes down are merged too, so the level
+        /// stays disjoint; nothing jumps over a level that holds data; a file
+        /// moves only where no file shares its rows; and a merge is
+        /// bottommost exactly when no deeper file shares a row with it.
+        #[test]
+        fn a_leveled_choice_keeps_levels_disjoint_and_calls_bottommost_right(
+            files in leveled_shape(),
+            trigger in 1..5usize,
+        ) {
+            let options = FamilyOptions::default()
+                .compaction(Compaction::Leveled { base_bytes: 64 * 1024, multiplier: 2 })
+                .compaction_trigger(trigger);
+            let Some(choice) = choose(&files, &options) else { return Ok(()) };
+            let by_id = |id: u64| files.iter().find(|f| f.file_id == id);
+            let run_of = |level: u32| files.iter().find(|f| f.level == level).map(|f| f.run);
+            let (moved, out, run, bottommost): (Vec<&FileShape<'_>>, u32, Option<u64>, Option<bool>) = match &choice {
+                Choice::Merge { inputs, level, run, bottommost } => {
+                    let inputs: Vec<&FileShape<'_>> = inputs.iter().filter_map(|&id| by_id(id)).collect();
+                    (inputs, *level, *run, Some(*bottommost))
+                }
+                Choice::Move { file_id, level, run } => (by_id(*file_id).into_iter().collect(), *level, *run, None),
+            };
+            prop_assert!(!moved.is_empty(), "{:?}", choice);
+            let from = moved.iter().map(|f| f.level).min().unwrap_or(0);
+            prop_assert!(from < out && out <= LAST_LEVEL, "{:?}", choice);
+            prop_assert!(moved.iter().all(|f| f.level == from || f.level == out), "{:?}", choice);
+            prop_assert_eq!(run, run_of(out), "the output joins its level's run");
+            prop_assert!(
+                !files.iter().any(|f| f.level > from && f.level < out),
+                "{:?} jumps over a level that holds data", choice
+            );
+            if from == 0 {
+                prop_assert!(
+                    files.iter().filter(|f| f.level == 0).all(|f| moved.iter().any(|m| m.file_id == f.file_id)),
+                    "level 0 goes whole: {:?}", choice
+                );
+            }
+            let first = moved.iter().map(|f| f.first_row).min().unwrap_or(b"");
+            let last = moved.iter().map(|f| f.last_row).max().unwrap_or(b"");
+            let stays = |f: &&FileShape<'_>| !moved.iter().any(|m| m.file_id == f.file_id);
+            prop_assert!(
+                !files.iter().filter(stays).any(|f| f.level == out && f.shares_rows(first, last)),
+                "{:?} leaves a file of level {} sharing its rows", choice, out
+            );
+            let deeper = files.iter().any(|f| f.level > out && f.shares_rows(first, last));
+            if let Some(bottommost) = bottommost {
+                prop_assert_eq!(bottommost, !deeper, "{:?}", choice);
+            }
+        }
     }
 }

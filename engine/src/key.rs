@@ -209,6 +209,23 @@ pub fn zero_sequence_into(key: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// Copies the key of a put into `out` as the key of a cell deletion with the
+/// same timestamp and sequence number: the same cell, the same place in key
+/// order (no other entry has that timestamp and sequence), only the kind
+/// byte differs. A compaction writes an expired version this way where it
+/// may not drop it (see `crate::compaction::Compactor`). A key too short to
+/// have a suffix is copied unchanged.
+pub fn cell_deletion_into(put_key: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(put_key);
+    // The tag is `!(sequence << 8 | kind)`: its last byte is the inverted kind.
+    if out.len() >= SUFFIX_LEN {
+        if let Some(kind) = out.last_mut() {
+            *kind = !Kind::DeleteCell.to_byte();
+        }
+    }
+}
+
 /// Timestamp, sequence and kind of an encoded key, read from its fixed suffix.
 pub fn suffix(key: &[u8]) -> Option<(u64, u64, Kind)> {
     let at = key.len().checked_sub(SUFFIX_LEN)?;

@@ -216,7 +216,12 @@ pub struct FamilyOptions {
     /// compaction drops the rest.
     pub max_versions: u32,
     /// Cells older than this (by their timestamp, in milliseconds) are hidden
-    /// from reads and dropped by compaction (default: none).
+    /// from reads and dropped by compaction (default: none). A flush or a
+    /// compaction with older entries left outside its inputs keeps the
+    /// newest expired version of each cell as a deletion (no value), and an
+    /// expired deletion as it is, until one that is bottommost drops them:
+    /// a TTL lengthened later (`alter`) shows expired cells no compaction
+    /// has dropped yet, never a version a deletion or a newer one hid.
     pub ttl: Option<Duration>,
     /// Target size of a data block (default 4096, one disk page).
     pub block_size: usize,

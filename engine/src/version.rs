@@ -5,7 +5,9 @@
 //! swaps it in; a reader clones an `Arc` of the current version and reads from it
 //! for as long as it likes, so reads never block writers or compactions. A table
 //! file replaced by a compaction is only marked obsolete: it is deleted when the
-//! last version that lists it (the last reader or snapshot holding it) is dropped.
+//! last version that lists it (the last reader or snapshot holding it) is
+//! dropped, under any of its listings (a file moved down a level is listed
+//! again).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -18,12 +20,34 @@ use crate::manifest::TableMeta;
 use crate::memtable::Memtable;
 use crate::options::FamilyOptions;
 
-/// An open table file and what the manifest knows of it.
+/// An open table file and what the manifest knows of it: one *listing* of
+/// the file. A file moved down a level without a rewrite is listed again
+/// ([`TableFile::moved`]), and versions older than the move keep the first
+/// listing: both listings share the file on disk ([`DiskFile`]).
 pub(crate) struct TableFile {
     pub meta: TableMeta,
     pub table: Arc<Table>,
     pub path: PathBuf,
+    disk: Arc<DiskFile>,
+}
+
+/// The file on disk behind every listing of it: deleted once it is marked
+/// obsolete and the last listing (the last version, reader or snapshot
+/// holding one) is dropped. Marked through the newest listing, it still
+/// stays for a snapshot taken before a move, which holds the first.
+struct DiskFile {
+    path: PathBuf,
     obsolete: AtomicBool,
+}
+
+impl Drop for DiskFile {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            // The manifest no longer lists this file, so a failure here only leaves
+            // garbage that the next open removes; nothing to report.
+            let _ = cellar_fs::remove(&self.path);
+        }
+    }
 }
 
 impl TableFile {
@@ -31,13 +55,17 @@ impl TableFile {
         TableFile {
             meta,
             table: Arc::new(table),
+            disk: Arc::new(DiskFile {
+                path: path.clone(),
+                obsolete: AtomicBool::new(false),
+            }),
             path,
-            obsolete: AtomicBool::new(false),
         }
     }
 
     /// The same file at another level and run (a compaction that moves a
-    /// file down a level without rewriting it): it shares the open table.
+    /// file down a level without rewriting it): it shares the open table
+    /// and the file on disk.
     pub fn moved(&self, level: u32, run: u64) -> TableFile {
         let mut meta = self.meta.clone();
         meta.level = level;
@@ -46,7 +74,7 @@ impl TableFile {
             meta,
             table: Arc::clone(&self.table),
             path: self.path.clone(),
-            obsolete: AtomicBool::new(false),
+            disk: Arc::clone(&self.disk),
         }
     }
 
@@ -62,19 +90,10 @@ impl TableFile {
         }
     }
 
-    /// Marks the file for deletion once no version refers to it.
+    /// Marks the file for deletion once no version refers to it under any
+    /// of its listings.
     pub fn mark_obsolete(&self) {
-        self.obsolete.store(true, Ordering::Release);
-    }
-}
-
-impl Drop for TableFile {
-    fn drop(&mut self) {
-        if self.obsolete.load(Ordering::Acquire) {
-            // The manifest no longer lists this file, so a failure here only leaves
-            // garbage that the next open removes; nothing to report.
-            let _ = cellar_fs::remove(&self.path);
-        }
+        self.disk.obsolete.store(true, Ordering::Release);
     }
 }
 

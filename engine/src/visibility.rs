@@ -16,7 +16,10 @@
 //! 4. it is among the newest `versions` versions of its cell;
 //! 5. it has not expired (`timestamp + ttl` is in the future). An expired
 //!    deletion hides nothing that has not expired with it, so it counts as
-//!    hidden too.
+//!    hidden too. The newest expired entry of a cell (of a row, for a row
+//!    deletion) that nothing newer covers is told apart ([`Verdict::Expired`]):
+//!    under a longer TTL it would be the cell's answer again, so a compaction
+//!    that is not bottommost keeps it (see `crate::compaction::Compactor`).
 //!
 //! One exception, shared with HBase: a put written *after* a deletion but
 //! carrying an *older* timestamp is hidden only while the deletion is stored.
@@ -45,9 +48,15 @@ pub(crate) enum Verdict {
     /// versions of its cell (or, for a row tombstone, of its whole row).
     Deletion,
     /// Hidden from the reader: by a deletion, by a later write with the same
-    /// timestamp, beyond the versions kept, or expired; or a deletion that a
-    /// newer deletion of the same cell or row already covers.
+    /// timestamp, beyond the versions kept, or expired under a newer entry
+    /// of its cell; or a deletion that a newer deletion of the same cell or
+    /// row already covers.
     Hidden,
+    /// Expired, and the newest entry of its cell that nothing newer covers
+    /// (for a row deletion: the newest deletion of its row): the reader does
+    /// not see it, but under a longer TTL it would decide the cell again,
+    /// hiding the older versions below it.
+    Expired,
 }
 
 /// The rule applied to one walk over entries in cell order.
@@ -59,6 +68,8 @@ pub(crate) struct Visibility {
     /// The encoded row prefix of the row being walked (empty before the first entry).
     row: Vec<u8>,
     row_deletion: Option<(u64, u64)>,
+    /// The row's newest deletion, when it has expired (judged `Expired`).
+    row_deletion_expired: Option<(u64, u64)>,
     /// The key of the cell being walked, without its suffix.
     cell: Vec<u8>,
     cell_deletion: Option<(u64, u64)>,
@@ -83,6 +94,7 @@ impl Visibility {
             expire_before,
             row: Vec::new(),
             row_deletion: None,
+            row_deletion_expired: None,
             cell: Vec::new(),
             cell_deletion: None,
             kept: 0,
@@ -98,6 +110,7 @@ impl Visibility {
         self.rows_started += 1;
         self.row.clear();
         self.row_deletion = None;
+        self.row_deletion_expired = None;
         self.start_cell();
     }
 
@@ -177,9 +190,10 @@ impl Visibility {
         }
         let age = (ts, seq);
         let verdict = if ts < self.expire_before {
+            let verdict = self.judge_expired(age, kind);
             // Everything after it in the cell is older, so expired too.
             self.cell_settled = true;
-            Verdict::Hidden
+            verdict
         } else {
             match kind {
                 Kind::DeleteRow => Self::first_deletion(&mut self.row_deletion, age),
@@ -208,6 +222,26 @@ impl Visibility {
             || (kind == Kind::DeleteRow && self.row_deletion.is_some())
             || (kind == Kind::Put && self.row_deletion.is_some_and(|d| age < d));
         verdict
+    }
+
+    /// An expired entry: `Expired` if nothing newer covers it (see
+    /// [`Verdict::Expired`]), else `Hidden`. A row deletion is covered by a
+    /// newer deletion of its row; a version or a cell deletion by anything
+    /// that settled its cell before it, or by a newer row deletion.
+    fn judge_expired(&mut self, age: (u64, u64), kind: Kind) -> Verdict {
+        if kind == Kind::DeleteRow {
+            if self.row_deletion.is_some() || self.row_deletion_expired.is_some() {
+                return Verdict::Hidden;
+            }
+            self.row_deletion_expired = Some(age);
+            return Verdict::Expired;
+        }
+        let under = |d: Option<(u64, u64)>| d.is_some_and(|d| age < d);
+        if self.cell_settled || under(self.row_deletion) || under(self.row_deletion_expired) {
+            Verdict::Hidden
+        } else {
+            Verdict::Expired
+        }
     }
 
     /// The newest deletion of a cell or row is the one that counts; older ones
@@ -249,7 +283,7 @@ impl Visibility {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use Verdict::{Deletion, Hidden, Unwritten, Visible};
+    use Verdict::{Deletion, Expired, Hidden, Unwritten, Visible};
 
     fn k(row: &str, col: &str, ts: u64, seq: u64, kind: Kind) -> Vec<u8> {
         key::encode(row.as_bytes(), col.as_bytes(), ts, seq, kind)
@@ -309,11 +343,11 @@ mod tests {
             k("r", "c", 8, 2, Kind::Put), // same timestamp: replaced
             k("r", "c", 6, 1, Kind::Put),
             k("r", "c", 5, 0, Kind::Put), // a third version
-            k("r", "d", 4, 0, Kind::Put), // expired
+            k("r", "d", 4, 0, Kind::Put), // expired, the newest of its cell
         ];
         assert_eq!(
             verdicts(&mut rule, &stream),
-            [Unwritten, Visible, Hidden, Visible, Hidden, Hidden]
+            [Unwritten, Visible, Hidden, Visible, Hidden, Expired]
         );
     }
 
@@ -343,14 +377,21 @@ mod tests {
     }
 
     #[test]
-    fn an_expired_deletion_counts_as_hidden() {
+    fn an_expired_deletion_hides_nothing_and_only_the_newest_expired_entry_is_told_apart() {
         let mut rule = Visibility::new(u64::MAX, 1, 100);
         let stream = [
             k("r", "", 50, 3, Kind::DeleteRow),
-            k("r", "c", 40, 2, Kind::DeleteCell),
+            k("r", "", 45, 4, Kind::DeleteRow),   // an older deletion of the row
+            k("r", "c", 40, 2, Kind::DeleteCell), // under the row's expired deletion
             k("r", "d", 150, 1, Kind::Put),
+            k("r", "d", 60, 5, Kind::Put), // expired, but a newer version is kept
+            k("r", "e", 70, 6, Kind::Put),
+            k("r", "e", 65, 7, Kind::DeleteCell), // under the expired version
         ];
-        assert_eq!(verdicts(&mut rule, &stream), [Hidden, Hidden, Visible]);
+        assert_eq!(
+            verdicts(&mut rule, &stream),
+            [Expired, Hidden, Hidden, Visible, Hidden, Expired, Hidden]
+        );
     }
 
     #[test]
@@ -451,7 +492,7 @@ mod tests {
         assert_eq!(decide(Some((200, 2)), (150, 1, Kind::Put)), Hidden);
         assert_eq!(decide(Some((140, 2)), (150, 1, Kind::Put)), Visible);
         assert_eq!(decide(None, (150, 1, Kind::DeleteCell)), Deletion);
-        assert_eq!(decide(None, (99, 1, Kind::Put)), Hidden, "expired");
+        assert_eq!(decide(None, (99, 1, Kind::Put)), Expired, "expired");
     }
 
     /// A row, a column or a row tombstone's place (`None`), ts and seq.

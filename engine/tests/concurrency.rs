@@ -297,3 +297,235 @@ fn a_scan_opened_on_a_memtable_reads_it_whole_after_its_flush_and_the_store_is_g
     assert_eq!(rest[98], ("r1099".to_string(), "99".to_string()));
     Ok(())
 }
+
+/// A cell's writes in the racing-compactions test: `(timestamp, value)`,
+/// `None` for a cell deletion; a row deletion is kept under column `""`.
+type Writes = BTreeMap<(u64, String), Vec<(u64, Option<String>)>>;
+
+/// A row as the racing-compactions test compares it: its key, and each
+/// cell's column, timestamp and value.
+type RowCells = (String, Vec<(String, u64, String)>);
+
+/// What a reader of `writes` sees of one cell: the versions newer than its
+/// newest deletion (of the cell or of its row), newest first, at most `max`.
+/// Timestamps only grow in that test, so age is the timestamp alone.
+fn model_versions(writes: &Writes, row: u64, column: &str, max: usize) -> Vec<(u64, String)> {
+    let deleted = |key: &(u64, String)| -> u64 {
+        writes
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter(|(_, v)| v.is_none())
+            .map(|(ts, _)| *ts)
+            .max()
+            .unwrap_or(0)
+    };
+    let hide = deleted(&(row, String::new())).max(deleted(&(row, column.to_string())));
+    let mut out: Vec<(u64, String)> = writes
+        .get(&(row, column.to_string()))
+        .into_iter()
+        .flatten()
+        .filter_map(|(ts, v)| v.as_ref().filter(|_| *ts > hide).map(|v| (*ts, v.clone())))
+        .collect();
+    out.sort_by(|a, b| b.cmp(a));
+    out.truncate(max);
+    out
+}
+
+/// Every cell and row of both families of the racing-compactions test, read
+/// through `snapshot`, against `writes` as they were when it was taken.
+fn check_against_writes(
+    snapshot: &Snapshot,
+    writes: &BTreeMap<&'static str, Writes>,
+    what: &str,
+) -> Result<(), Box<dyn StdError + Send + Sync>> {
+    for (family, writes) in writes {
+        let mut rows = Vec::new();
+        for r in 0..RACE_ROWS {
+            let mut row = Vec::new();
+            for c in RACE_COLUMNS {
+                let want = model_versions(writes, r, c, 2);
+                let got: Vec<(u64, String)> = snapshot
+                    .versions(family, row_name(r), c)?
+                    .into_iter()
+                    .map(|cell| (cell.timestamp, String::from_utf8_lossy(&cell.value).into_owned()))
+                    .collect();
+                assert_eq!(got, want, "{what}: {family} {} {c}", row_name(r));
+                row.extend(want.first().map(|(ts, v)| (c.to_string(), *ts, v.clone())));
+            }
+            if !row.is_empty() {
+                rows.push((row_name(r), row));
+            }
+        }
+        let scanned: Vec<RowCells> = snapshot
+            .scan(family, &RowRange::all())?
+            .map(|r| {
+                r.map(|r| {
+                    let cells = r
+                        .cells
+                        .iter()
+                        .map(|c| {
+                            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                            (text(&c.column), c.timestamp, text(&c.value))
+                        })
+                        .collect();
+                    (String::from_utf8_lossy(&r.key).into_owned(), cells)
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        assert_eq!(scanned, rows, "{what}: scan of {family}");
+    }
+    Ok(())
+}
+
+const RACE_ROWS: u64 = 24;
+const RACE_COLUMNS: [&str; 3] = ["a", "b", "c"];
+
+fn row_name(r: u64) -> String {
+    format!("row{r:02}")
+}
+
+/// Manual major compactions, from another thread, racing the writer and the
+/// background flushes and minor compactions of a leveled and a size-tiered
+/// family (tiny memtables and levels, so every kind of merge and move runs):
+/// snapshots taken between writes read, after all of it, exactly what was
+/// written before them, and so does the store at the end and after a reopen.
+#[test]
+fn snapshots_read_what_they_saw_while_manual_compactions_race_background_ones() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let family = |compaction| {
+        FamilyOptions::default()
+            .compaction(compaction)
+            .compaction_trigger(2)
+            .max_versions(2)
+            .memtable_max_entries(16)
+            .target_file_entries(12)
+    };
+    let families = ["leveled", "tiered"];
+    let options = StoreOptions::default()
+        .family_with(
+            families[0],
+            family(cellar_engine::Compaction::Leveled {
+                base_bytes: 2048,
+                multiplier: 2,
+            }),
+        )
+        .family_with(families[1], family(cellar_engine::Compaction::SizeTiered));
+    let store = Arc::new(Store::open(dir.path(), options.clone())?);
+    let done = Arc::new(AtomicBool::new(false));
+    let compactor = {
+        let (store, done) = (store.clone(), done.clone());
+        std::thread::spawn(move || -> Result<u64, String> {
+            let mut compactions = 0;
+            while !done.load(Ordering::Relaxed) {
+                for family in ["leveled", "tiered"] {
+                    store.compact(family).map_err(|e| e.to_string())?;
+                    compactions += 1;
+                }
+            }
+            Ok(compactions)
+        })
+    };
+    let mut writes: BTreeMap<&'static str, Writes> = families.iter().map(|f| (*f, Writes::new())).collect();
+    let mut held: Vec<(Snapshot, BTreeMap<&'static str, Writes>)> = Vec::new();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for ts in 1..=3000u64 {
+        // xorshift: the same history on every run.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let family = families[(x % 2) as usize];
+        let r = (x >> 8) % RACE_ROWS;
+        let c = RACE_COLUMNS[((x >> 16) % 3) as usize];
+        let cells = writes.get_mut(family).ok_or("no family")?;
+        match (x >> 24) % 10 {
+            0 => {
+                store.delete_at(family, row_name(r), c, ts)?;
+                cells.entry((r, c.to_string())).or_default().push((ts, None));
+            }
+            1 => {
+                store.delete_row_at(family, row_name(r), ts)?;
+                cells.entry((r, String::new())).or_default().push((ts, None));
+            }
+            _ => {
+                let value = format!("v{ts}");
+                store.put_at(family, row_name(r), c, ts, &value)?;
+                cells.entry((r, c.to_string())).or_default().push((ts, Some(value)));
+            }
+        }
+        if ts % 150 == 0 {
+            if held.len() == 4 {
+                let (snapshot, then) = held.remove(0);
+                check_against_writes(&snapshot, &then, &format!("snapshot let go at {ts}"))?;
+            }
+            held.push((store.snapshot(), writes.clone()));
+        }
+    }
+    done.store(true, Ordering::Relaxed);
+    let compactions = compactor.join().map_err(|_| "the compactor panicked")??;
+    assert!(compactions >= 2, "{compactions} manual compactions");
+    for (i, (snapshot, then)) in held.iter().enumerate() {
+        check_against_writes(snapshot, then, &format!("held snapshot {i}"))?;
+    }
+    check_against_writes(&store.snapshot(), &writes, "the store")?;
+    store.wait_for_background_work()?;
+    drop(held);
+    drop(Arc::try_unwrap(store).map_err(|_| "the store is still shared")?);
+    let store = Store::open(dir.path(), options)?;
+    check_against_writes(&store.snapshot(), &writes, "reopened")?;
+    Ok(())
+}
+
+/// A file moved down a level without a rewrite is the same file listed
+/// again. A snapshot taken before the move (holding the first listing) or
+/// after it (holding the second) reads it after a later merge replaced it,
+/// and the file stays on disk until the last version holding it under
+/// either listing is dropped. The first listing was never marked obsolete
+/// and the second deleted the file when it went: the file was gone while a
+/// snapshot taken before the move still held it (its reads went on through
+/// the map).
+#[test]
+fn a_moved_file_stays_until_no_snapshot_holds_it_under_either_listing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let off = FamilyOptions::default()
+        .compaction(cellar_engine::Compaction::LEVELED)
+        .compaction_trigger(0);
+    let store = Store::open(dir.path(), StoreOptions::default().family_with("f", off.clone()))?;
+    for i in 0..50 {
+        store.put_at("f", row(i), "c", 1, "first")?;
+    }
+    store.flush()?;
+    let flushed = store.tables();
+    assert_eq!(flushed.iter().map(|t| t.level).collect::<Vec<_>>(), vec![0]);
+    let before_move = store.snapshot();
+    // Automatic compaction on: the lone file moves to the last level as it is.
+    store.alter_family("f", off.compaction_trigger(1))?;
+    store.wait_for_background_work()?;
+    let moved = store.tables();
+    assert_eq!(
+        moved.iter().map(|t| (t.file_id, t.level)).collect::<Vec<_>>(),
+        vec![(flushed[0].file_id, 6)],
+        "moved, not rewritten"
+    );
+    let after_move = store.snapshot();
+    for i in 0..50 {
+        store.put_at("f", row(i), "c", 2, "second")?;
+    }
+    store.flush()?;
+    store.wait_for_background_work()?;
+    assert!(
+        store.tables().iter().all(|t| t.file_id != flushed[0].file_id),
+        "merged away"
+    );
+    for (name, snapshot) in [("after the move", after_move), ("before the move", before_move)] {
+        assert!(flushed[0].path.exists(), "{name}: the file is held by a snapshot");
+        let rows: Vec<_> = snapshot.scan("f", &RowRange::all())?.collect::<Result<_, _>>()?;
+        assert_eq!(rows.len(), 50, "{name}");
+        assert!(rows.iter().all(|r| &r.cells[0].value[..] == b"first"), "{name}");
+        drop(snapshot);
+    }
+    store.wait_for_background_work()?;
+    assert!(!flushed[0].path.exists(), "deleted once no version holds it");
+    assert_eq!(store.get("f", row(7), "c")?.map(|c| c.value), Some("second".into()));
+    Ok(())
+}

@@ -387,6 +387,66 @@ fn truncated_table_is_corruption_of_the_table_with(family: FamilyOptions) -> Tes
     Ok(())
 }
 
+/// A leveled family after background compactions (files merged down and
+/// moved whole): every table file the manifest lists, removed in turn, is
+/// reported by a writable and a read-only open as a corruption naming it,
+/// and the open that fails deletes and changes nothing. A compaction's edit
+/// that names a file the disk lacks is never quietly dropped.
+#[test]
+fn a_listed_table_file_that_is_missing_is_reported_and_the_open_changes_nothing() -> TestResult {
+    let pristine = scratch();
+    let family = FamilyOptions::default()
+        .compaction(cellar_engine::Compaction::Leveled {
+            base_bytes: 4096,
+            multiplier: 2,
+        })
+        .compaction_trigger(2)
+        .memtable_max_entries(40)
+        .target_file_entries(30);
+    let tables = {
+        let store = Store::open(pristine.path(), options(family.clone()))?;
+        for i in 0..400 {
+            store.put(FAMILY, row(i * 7 % 211), "c", value(i))?;
+        }
+        store.flush()?;
+        store.wait_for_background_work()?;
+        store.tables()
+    };
+    assert!(
+        tables.iter().map(|t| t.level).max() > Some(1) && tables.len() > 3,
+        "compactions formed levels: {tables:?}"
+    );
+    for table in &tables {
+        let relative = table.path.strip_prefix(pristine.path())?.to_path_buf();
+        on_a_copy(
+            pristine.path(),
+            |dir| std::fs::remove_file(dir.join(&relative)).unwrap(),
+            |dir| {
+                let missing = dir.join(&relative);
+                let before = file_contents(dir);
+                let e = Store::open(dir, options(family.clone())).err();
+                assert!(
+                    e.as_ref().is_some_and(|e| is_corruption_of(e, &missing)),
+                    "{}: the open gave {e:?}",
+                    relative.display()
+                );
+                let e = cellar_engine::ReadOnlyStore::open(dir).err();
+                assert!(
+                    e.as_ref().is_some_and(|e| is_corruption_of(e, &missing)),
+                    "{}: the read-only open gave {e:?}",
+                    relative.display()
+                );
+                assert!(
+                    file_contents(dir) == before,
+                    "{}: a failed open changed files",
+                    relative.display()
+                );
+            },
+        );
+    }
+    Ok(())
+}
+
 // ------------------------------------------------ manifest and log matrix
 
 /// Every file under `dir` but `LOCK`, with its bytes.

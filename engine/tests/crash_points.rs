@@ -30,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cellar_engine::{Compression, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy};
+use cellar_engine::{Compaction, Compression, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy};
 use cellar_testkit::fault::{self, Crash};
 
 /// `(row, value)` of column `c` in one family.
@@ -139,11 +139,22 @@ fn crash_during(
     crash: Crash,
     operate: impl FnOnce(&Store) -> Rows,
 ) -> (Vec<PathBuf>, BTreeMap<String, Rows>, Rows) {
+    crash_during_with(root, crash, options(), fill, operate)
+}
+
+/// [`crash_during`] on a store opened with `options` and filled by `prepare`.
+fn crash_during_with(
+    root: &Path,
+    crash: Crash,
+    options: StoreOptions,
+    prepare: impl FnOnce(&Store) -> BTreeMap<String, Rows>,
+    operate: impl FnOnce(&Store) -> Rows,
+) -> (Vec<PathBuf>, BTreeMap<String, Rows>, Rows) {
     let disk = root.join("disk");
     std::fs::create_dir(&disk).unwrap();
     let watch = fault::watch(&disk).unwrap();
-    let store = Store::open(disk.join("store"), options()).unwrap();
-    let written = fill(&store);
+    let store = Store::open(disk.join("store"), options).unwrap();
+    let written = prepare(&store);
     let images = root.join("images");
     std::fs::create_dir(&images).unwrap();
     let before = root.join("before");
@@ -345,6 +356,141 @@ fn a_crash_at_any_step_of_a_compaction_of_compressed_tables_keeps_every_cell() {
         }
         assert_eq!((stages.first(), stages.last()), (Some(&0), Some(&20)));
         println!("{crash:?}: {} images of a compaction: {stages:?}", images.len());
+    }
+}
+
+/// Fills the stores as `fill` does, then gives the target family what a
+/// compaction must drop, in three more flushed tables and the log:
+/// overwrites (rows 0 to 9), cell deletions (10 to 19), row deletions (20
+/// to 24), a put older than the stored one (25: hidden) and one with the
+/// same timestamp written later (26: it wins). Returns what each family
+/// holds.
+fn fill_with_deletions(store: &Store) -> BTreeMap<String, Rows> {
+    let mut held = fill(store);
+    let target = held.get_mut(TARGET).unwrap();
+    for i in 0..10 {
+        store.put_at(TARGET, format!("r{i:03}"), "c", 2, "overwritten").unwrap();
+        target.insert(format!("r{i:03}"), "overwritten".to_string());
+    }
+    store.flush_family(TARGET).unwrap();
+    for i in 10..20 {
+        store.delete_at(TARGET, format!("r{i:03}"), "c", 3).unwrap();
+        target.remove(&format!("r{i:03}"));
+    }
+    store.flush_family(TARGET).unwrap();
+    for i in 20..25 {
+        store.delete_row_at(TARGET, format!("r{i:03}"), 3).unwrap();
+        target.remove(&format!("r{i:03}"));
+    }
+    store.flush_family(TARGET).unwrap();
+    store.put_at(TARGET, "r025", "c", 0, "older timestamp").unwrap();
+    store.put_at(TARGET, "r026", "c", 1, "same timestamp, later").unwrap();
+    target.insert("r026".to_string(), "same timestamp, later".to_string());
+    held
+}
+
+/// A major compaction drops superseded versions and every deletion (what
+/// they hid is among its inputs): a crash at any step of it, in a leveled
+/// family and in a size-tiered one, leaves exactly the family's cells,
+/// never a deleted or overwritten one back, and the compaction that
+/// returned left no deletion and no superseded entry stored.
+#[test]
+fn a_crash_at_any_step_of_a_compaction_that_drops_deletions_brings_nothing_back() {
+    let strategies = [Compaction::LEVELED, Compaction::SizeTiered];
+    for (crash, compaction) in CRASHES.into_iter().flat_map(|c| strategies.map(|s| (c, s))) {
+        let root = tempfile::tempdir().unwrap();
+        let options = StoreOptions::default()
+            .sync(SyncPolicy::Always)
+            .family_with(TARGET, family(Compression::Lz4).compaction(compaction))
+            .family_with(BYSTANDER, family(Compression::None));
+        let (images, written, stored) = crash_during_with(root.path(), crash, options, fill_with_deletions, |store| {
+            store.compact(TARGET).unwrap();
+            let tables: Vec<_> = store.tables().into_iter().filter(|t| t.family == TARGET).collect();
+            let entries: u64 = tables.iter().map(|t| t.entries).sum();
+            let tombstones: u64 = tables.iter().map(|t| t.tombstones).sum();
+            Rows::from([
+                ("entries".to_string(), entries.to_string()),
+                ("tombstones".to_string(), tombstones.to_string()),
+            ])
+        });
+        let expected = &written[TARGET];
+        assert_eq!(
+            (&stored["entries"], &stored["tombstones"]),
+            (&expected.len().to_string(), &"0".to_string()),
+            "{crash:?} {compaction:?}: what the compaction left stored"
+        );
+        for image in &images {
+            let (rows, _) = open_image(image, &written[BYSTANDER]);
+            assert_eq!(
+                rows.as_ref(),
+                Some(expected),
+                "{crash:?} {compaction:?} {}: the target family's cells",
+                image.display()
+            );
+        }
+        println!("{crash:?} {compaction:?}: {} images of a compaction", images.len());
+    }
+}
+
+/// Background work under crashes: a leveled family with small levels is
+/// switched to automatic compaction, and its flushed tables are merged down
+/// and moved whole into empty levels. Every image after every file system
+/// call of that work holds exactly the family's cells, and opens twice to
+/// the same answer.
+#[test]
+fn a_crash_at_any_step_of_background_merges_and_moves_keeps_every_cell() {
+    let small_levels = || {
+        family(Compression::None)
+            .compaction(Compaction::Leveled {
+                base_bytes: 2048,
+                multiplier: 2,
+            })
+            .target_file_entries(8)
+    };
+    for crash in CRASHES {
+        let root = tempfile::tempdir().unwrap();
+        let options = StoreOptions::default()
+            .sync(SyncPolicy::Always)
+            .family_with(TARGET, small_levels())
+            .family_with(BYSTANDER, family(Compression::None));
+        // Flushed tables to merge, and rows after all of theirs in the log.
+        let prepare = |store: &Store| {
+            let mut held = fill_with_deletions(store);
+            store.flush_family(TARGET).unwrap();
+            for i in 0..10 {
+                store.put_at(TARGET, format!("s{i:03}"), "c", 1, "after").unwrap();
+                held.get_mut(TARGET)
+                    .unwrap()
+                    .insert(format!("s{i:03}"), "after".to_string());
+            }
+            held
+        };
+        let (images, written, _) = crash_during_with(root.path(), crash, options, prepare, |store| {
+            // Level 0 merged into the last level, then a flush of rows no
+            // table below holds, moved down whole.
+            store
+                .alter_family(TARGET, small_levels().compaction_trigger(1))
+                .unwrap();
+            store.wait_for_background_work().unwrap();
+            let merged = store.tables().iter().filter(|t| t.family == TARGET).count();
+            store.flush_family(TARGET).unwrap();
+            store.wait_for_background_work().unwrap();
+            let tables: Vec<_> = store.tables().into_iter().filter(|t| t.family == TARGET).collect();
+            // (To level 5, the base level now, as a run of its own.)
+            assert!(tables.iter().all(|t| t.level > 0), "{tables:?}");
+            assert_eq!(tables.len(), merged + 1, "the flushed table moved, not merged");
+            Rows::new()
+        });
+        for image in &images {
+            let (rows, _) = open_image(image, &written[BYSTANDER]);
+            assert_eq!(
+                rows.as_ref(),
+                Some(&written[TARGET]),
+                "{crash:?} {}: the target family's cells",
+                image.display()
+            );
+        }
+        println!("{crash:?}: {} images of background merges and moves", images.len());
     }
 }
 

@@ -29,7 +29,8 @@
 //! family for every reader after it; a snapshot taken before it still reads
 //! what the family held (the model keeps each truncation's place in its own
 //! write order, and a snapshot's reads see the writes before its place).
-//! An alter changes only the compression of later tables.
+//! An alter changes the compression of later tables, and may switch the
+//! family between size-tiered and leveled compaction with its files in place.
 //!
 //! Every read is read every way the API offers, and the ways are compared
 //! with each other as well as with the model: `get` and `get_traced`;
@@ -64,6 +65,9 @@ const MAX_VERSIONS: [u32; 5] = [1, 2, 3, 2, 2];
 const TTL: [bool; 5] = [false, false, false, true, false];
 const ROWS: [&str; 5] = ["r0", "r1", "r2", "r3", "r4"];
 const COLUMNS: [&str; 4] = ["c0", "c1", "c2", "c3"];
+/// Snapshots held at once: a compaction must keep what each of them sees,
+/// not only the oldest or the newest (the oldest is let go for a new one).
+const HELD_SNAPSHOTS: usize = 3;
 /// Explicit timestamps are drawn from `0..EXPLICIT_TS`, so equal and
 /// out-of-order timestamps are common.
 const EXPLICIT_TS: u64 = 6;
@@ -178,8 +182,11 @@ enum Op {
     Truncate(usize),
     /// `drop_family`, then `create_family` of the same name and options.
     DropAndCreate(usize),
-    /// `alter_family` to the family's options with another compression.
-    Alter(usize, usize),
+    /// `alter_family` to the family's options with another compression, and
+    /// (if `true`) the other compaction strategy: a size-tiered family's runs
+    /// are merged down into levels, a leveled family's levels are merged by
+    /// the size-tiered rule, with its files where they are.
+    Alter(usize, usize, bool),
 }
 
 /// What `Op::Alter` may change a family's compression to.
@@ -211,7 +218,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => any::<bool>().prop_map(Op::ReadOnly),
         1 => (0..FAMILIES.len()).prop_map(Op::Truncate),
         1 => (0..FAMILIES.len()).prop_map(Op::DropAndCreate),
-        1 => (0..FAMILIES.len(), 0..COMPRESSIONS.len()).prop_map(|(f, c)| Op::Alter(f, c)),
+        1 => (0..FAMILIES.len(), 0..COMPRESSIONS.len(), any::<bool>()).prop_map(|(f, c, s)| Op::Alter(f, c, s)),
     ]
 }
 
@@ -347,6 +354,18 @@ impl Model {
             Some(t) if t > ts => Write::Put { f, r, c, ts: Some(t) },
             _ => w.clone(),
         }
+    }
+
+    /// The timestamps of the puts to a cell of a family with a TTL that a
+    /// reader at `upto` finds expired (explicit timestamps all are).
+    fn expired_versions(&self, f: usize, r: usize, c: usize, upto: u64) -> Vec<u64> {
+        self.writes
+            .get(&(f, r, Some(c)))
+            .into_iter()
+            .flatten()
+            .filter(|((ts, seq), v)| v.is_some() && *ts < CLOCK_FLOOR && *seq <= upto && !self.truncated(f, *seq, upto))
+            .map(|((ts, _), _)| *ts)
+            .collect()
     }
 
     /// The writes that decide a cell, for failure messages.
@@ -639,7 +658,9 @@ fn check_snapshot(snapshot: &Snapshot, model: &Model, upto: u64, step: usize) ->
 /// is the newest deletion of its row or cell the model holds for the reader.
 /// Which of them are still stored depends on what compaction has dropped
 /// (nothing older left to hide), so the model checks each one returned and
-/// the order, not that every one is.
+/// the order, not that every one is. In a family with a TTL, a flush or a
+/// compaction that may not drop the newest expired version of a cell keeps
+/// it as a deletion (see `Compactor::keep`): that is a deletion too.
 fn check_deletions(snapshot: &Snapshot, model: &Model, upto: u64, step: usize) -> Result<(), TestCaseError> {
     for (f, family) in FAMILIES.iter().enumerate() {
         let deletions = cellar_engine::inspect::deletions(snapshot, family).map_err(fail)?;
@@ -661,7 +682,7 @@ fn check_deletions(snapshot: &Snapshot, model: &Model, upto: u64, step: usize) -
             let stored = model.tombstones((f, r, c), upto);
             let newest = stored.iter().max().copied();
             let latest = stored.iter().max_by_key(|(_, seq)| *seq).copied();
-            let expected: Vec<u64> = match (newest, latest) {
+            let mut expected: Vec<u64> = match (newest, latest) {
                 // The newest deletion was also written last: nothing can have
                 // dropped it and kept an older one.
                 (Some(n), Some(l)) if n == l => vec![clocked(n.0)],
@@ -670,6 +691,9 @@ fn check_deletions(snapshot: &Snapshot, model: &Model, upto: u64, step: usize) -
                 // timestamp may then be the newest stored.
                 _ => stored.iter().map(|(ts, _)| clocked(*ts)).collect(),
             };
+            if let (true, Some(c)) = (TTL[f], c) {
+                expected.extend(model.expired_versions(f, r, c, upto));
+            }
             prop_assert!(
                 expected.contains(&clocked(d.timestamp)),
                 "step {}: {} deletion {:?}, expected one of {:?}; history {}",
@@ -820,45 +844,68 @@ fn batch(store: &Store, model: &mut Model, writes: &[Write]) -> Result<(), TestC
     Ok(())
 }
 
-/// The leveled family's shape: every level below 0 is one run whose files
-/// hold disjoint rows (no row split across two files of a level); the
-/// size-tiered families keep everything at level 0. (The clock family, of
-/// default options, is not checked.) Returns how many levels
-/// below 0 the leveled family uses.
-fn check_levels(store: &Store, step: usize) -> Result<usize, TestCaseError> {
+/// The families' shapes: in every family, every level below 0 is one run
+/// whose files hold disjoint rows (no row split across two files of a
+/// level); a size-tiered family whose strategy was never switched keeps
+/// everything at level 0. (The clock family, of default options, is not
+/// checked.) Returns how many levels below 0 the leveled family uses.
+fn check_levels(store: &Store, switched: &[bool; FAMILIES.len()], step: usize) -> Result<usize, TestCaseError> {
     let tables = store.tables();
     let row = |k: &[u8]| cellar_engine::key::row_part(k).unwrap_or(k).to_vec();
-    for t in tables.iter().filter(|t| FAMILIES[..4].contains(&t.family.as_str())) {
-        prop_assert_eq!(
-            t.level,
-            0,
-            "step {}: size-tiered file {} below level 0",
-            step,
-            t.file_id
-        );
-    }
-    let mut leveled: Vec<_> = tables
-        .iter()
-        .filter(|t| t.family == FAMILIES[4] && t.level > 0)
-        .collect();
-    leveled.sort_by(|a, b| (a.level, &a.first_key).cmp(&(b.level, &b.first_key)));
-    for pair in leveled.windows(2) {
-        let (a, b) = (pair[0], pair[1]);
-        if a.level == b.level {
-            prop_assert_eq!(a.run, b.run, "step {}: level {} holds two runs", step, a.level);
-            prop_assert!(
-                row(&a.last_key) < row(&b.first_key),
-                "step {}: files {} and {} of level {} share a row",
-                step,
-                a.file_id,
-                b.file_id,
-                a.level
-            );
+    let mut most = 0;
+    for (f, family) in FAMILIES.iter().enumerate() {
+        let of_family = || tables.iter().filter(|t| t.family == *family);
+        if f < 4 && !switched[f] {
+            for t in of_family() {
+                prop_assert_eq!(
+                    t.level,
+                    0,
+                    "step {}: size-tiered file {} below level 0",
+                    step,
+                    t.file_id
+                );
+            }
+        }
+        let mut levels: Vec<_> = of_family().filter(|t| t.level > 0).collect();
+        levels.sort_by(|a, b| (a.level, &a.first_key).cmp(&(b.level, &b.first_key)));
+        for pair in levels.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            if a.level == b.level {
+                prop_assert_eq!(
+                    a.run,
+                    b.run,
+                    "step {}: {} level {} holds two runs",
+                    step,
+                    family,
+                    a.level
+                );
+                prop_assert!(
+                    row(&a.last_key) < row(&b.first_key),
+                    "step {}: files {} and {} of {} level {} share a row",
+                    step,
+                    a.file_id,
+                    b.file_id,
+                    family,
+                    a.level
+                );
+            }
+        }
+        if f == 4 {
+            let mut used: Vec<u32> = levels.iter().map(|t| t.level).collect();
+            used.dedup();
+            most = used.len();
         }
     }
-    let mut levels: Vec<u32> = leveled.iter().map(|t| t.level).collect();
-    levels.dedup();
-    Ok(levels.len())
+    Ok(most)
+}
+
+/// The strategy a switching alter gives a family: leveled (with the leveled
+/// family's small levels) for a size-tiered one, size-tiered for a leveled one.
+fn other_strategy(now: &Compaction) -> Compaction {
+    match now {
+        Compaction::SizeTiered => family_options(4).compaction,
+        Compaction::Leveled { .. } => Compaction::SizeTiered,
+    }
 }
 
 /// Runs `ops` against the store and the model, checking every read after
@@ -867,7 +914,11 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
     let dir = tempfile::tempdir().map_err(fail)?;
     let mut store = Some(Store::open(dir.path(), store_options()).map_err(fail)?);
     let mut model = Model::default();
-    let mut held: Option<(Snapshot, u64)> = None;
+    // Snapshots held across later steps, oldest first (see `HELD_SNAPSHOTS`).
+    let mut held: Vec<(Snapshot, u64)> = Vec::new();
+    // Families whose strategy an alter has switched since they were last
+    // created: their files may sit below level 0 whatever the strategy now.
+    let mut switched = [false; FAMILIES.len()];
     let mut most_levels = 0;
     for (step, op) in ops.iter().enumerate() {
         let s = store.as_ref().ok_or_else(|| fail("no store"))?;
@@ -880,7 +931,7 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
                     .map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
             }
             Op::Reopen => {
-                held = None;
+                held.clear();
                 drop(store.take());
                 store = Some(
                     Store::open(dir.path(), store_options()).map_err(|e| fail(format!("step {step} {op:?}: {e}")))?,
@@ -895,7 +946,7 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
                 check_live(&reader.stats().map_err(fail)?, &model, step)?;
             }
             Op::ReadOnly(true) => {
-                held = None;
+                held.clear();
                 drop(store.take());
                 let reader = ReadOnlyStore::open(dir.path()).map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
                 check_all(&reader.snapshot(), &model, u64::MAX, step)?;
@@ -903,10 +954,16 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
                     Store::open(dir.path(), store_options()).map_err(|e| fail(format!("step {step} {op:?}: {e}")))?,
                 );
             }
-            Op::TakeSnapshot => held = Some((s.snapshot(), model.next_seq)),
+            Op::TakeSnapshot => {
+                if held.len() == HELD_SNAPSHOTS {
+                    held.remove(0);
+                }
+                held.push((s.snapshot(), model.next_seq));
+            }
             Op::Truncate(f) => {
                 s.truncate_family(FAMILIES[*f])
                     .map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
+                // (A truncate keeps the options: a switched strategy stays.)
                 model.truncate(*f);
             }
             Op::DropAndCreate(f) => {
@@ -915,9 +972,15 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
                 s.create_family(FAMILIES[*f], family_options(*f))
                     .map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
                 model.truncate(*f);
+                switched[*f] = false;
             }
-            Op::Alter(f, c) => {
-                let options = family_options(*f).compression(COMPRESSIONS[*c]);
+            Op::Alter(f, c, switch) => {
+                let mut options = family_options(*f).compression(COMPRESSIONS[*c]);
+                if *switch {
+                    let other = other_strategy(&options.compaction);
+                    options = options.compaction(other);
+                    switched[*f] = true;
+                }
                 s.alter_family(FAMILIES[*f], options.clone())
                     .map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
                 prop_assert_eq!(
@@ -933,11 +996,11 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
             // (Not after every step: the statistics walk every table file.)
             check_live(&s.stats().map_err(fail)?, &model, step)?;
         }
-        if let Some((snapshot, upto)) = &held {
+        for (snapshot, upto) in &held {
             check_snapshot(snapshot, &model, *upto, step)?;
         }
         prop_assert_eq!(s.families().len(), FAMILIES.len() + 1);
-        most_levels = most_levels.max(check_levels(s, step)?);
+        most_levels = most_levels.max(check_levels(s, &switched, step)?);
     }
     // Finally: everything survives one more reopen after all background work.
     let s = store.take().ok_or_else(|| fail("no store"))?;
@@ -947,7 +1010,7 @@ fn run(ops: &[Op]) -> Result<usize, TestCaseError> {
     let s = Store::open(dir.path(), store_options()).map_err(fail)?;
     check_all(&s, &model, u64::MAX, ops.len())?;
     check_live(&s.stats().map_err(fail)?, &model, ops.len())?;
-    check_levels(&s, ops.len())?;
+    check_levels(&s, &switched, ops.len())?;
     Ok(most_levels)
 }
 

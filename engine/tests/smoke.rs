@@ -1,4 +1,4 @@
-use cellar_engine::{ColumnRange, FamilyOptions, RowRange, Settled, Store, StoreOptions};
+use cellar_engine::{ColumnRange, Compaction, FamilyOptions, RowRange, Settled, Store, StoreOptions};
 
 #[test]
 fn lesson_append_only_figures() -> Result<(), Box<dyn std::error::Error>> {
@@ -142,5 +142,153 @@ fn a_family_whose_memtables_flush_only_by_hand_takes_writes() -> Result<(), Box<
     store.put("f", "r", "c", "v")?;
     let cell = store.get("f", "r", "c")?.map(|c| c.value);
     assert_eq!(cell, Some("v".into()));
+    Ok(())
+}
+
+/// Every table file of `folder` as the disk has it: `(bytes, entries,
+/// tombstones, key + value bytes)`, read entry by entry from the files
+/// themselves, not from the manifest or the store's counters.
+fn on_disk(folder: &std::path::Path) -> Result<(u64, u64, u64, u64), Box<dyn std::error::Error>> {
+    let mut counted = (0, 0, 0, 0);
+    for entry in std::fs::read_dir(folder)? {
+        let path = entry?.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("sst") {
+            continue;
+        }
+        counted.0 += std::fs::metadata(&path)?.len();
+        let table = std::sync::Arc::new(cellar_sstable::Table::open(&path)?);
+        let mut it = table.iter();
+        it.seek_to_first()?;
+        while it.valid() {
+            let (_, _, kind) = cellar_engine::key::suffix(it.key()).ok_or("a key without a suffix")?;
+            counted.1 += 1;
+            counted.2 += u64::from(kind.is_tombstone());
+            counted.3 += (it.key().len() + it.value_bytes().len()) as u64;
+            it.next()?;
+        }
+    }
+    Ok(counted)
+}
+
+/// The counters and the space statistics after flushes and a major
+/// compaction equal what is on disk, counted here file by file: bytes
+/// written by flushes and by the compaction, bytes it read, entries,
+/// tombstones, stored and live bytes, and the amplifications made of them.
+#[test]
+fn compaction_counters_and_space_statistics_equal_what_is_on_disk() -> Result<(), Box<dyn std::error::Error>> {
+    for compaction in [Compaction::SizeTiered, Compaction::LEVELED] {
+        let dir = tempfile::tempdir()?;
+        let options = FamilyOptions::default()
+            .compaction(compaction)
+            .compaction_trigger(0)
+            .max_versions(2)
+            .target_file_entries(40);
+        let store = Store::open(dir.path(), StoreOptions::default().family_with("f", options))?;
+        let mut user_bytes = 0u64;
+        for i in 0..300u64 {
+            let (row, column) = (format!("r{:02}", i % 37), format!("c{}", i % 3));
+            let value = format!("value {i}");
+            match i % 11 {
+                3 => {
+                    store.delete_at("f", &row, &column, i)?;
+                    user_bytes += (row.len() + column.len()) as u64;
+                }
+                7 => {
+                    store.delete_row_at("f", &row, i)?;
+                    user_bytes += row.len() as u64;
+                }
+                _ => {
+                    store.put_at("f", &row, &column, i, &value)?;
+                    user_bytes += (row.len() + column.len() + value.len()) as u64;
+                }
+            }
+            if i % 60 == 59 {
+                // Counted by the time the flush returns.
+                store.flush()?;
+                let stats = store.stats()?;
+                let f = stats.family("f").ok_or("family f")?;
+                assert_eq!(
+                    (f.flushes, f.flush_bytes_written),
+                    (i / 60 + 1, on_disk(&dir.path().join("f"))?.0),
+                    "{compaction:?}: the flushes and their bytes, after flush {}",
+                    i / 60 + 1
+                );
+            }
+        }
+        let folder = dir.path().join("f");
+        let live = |store: &Store| -> Result<u64, Box<dyn std::error::Error>> {
+            let mut live = 0;
+            for r in 0..37 {
+                for c in 0..3 {
+                    live += store.versions("f", format!("r{r:02}"), format!("c{c}"))?.len() as u64;
+                }
+            }
+            Ok(live)
+        };
+        let check = |store: &Store, what: &str| -> Result<(), Box<dyn std::error::Error>> {
+            let (bytes, entries, tombstones, kv_bytes) = on_disk(&folder)?;
+            let stats = store.stats()?;
+            let f = stats.family("f").ok_or("family f")?;
+            assert_eq!(f.table_bytes, bytes, "{compaction:?} {what}: table bytes");
+            assert_eq!(f.file_sizes.iter().sum::<u64>(), bytes, "{compaction:?} {what}");
+            assert_eq!(f.table_files as usize, store.tables().len(), "{compaction:?} {what}");
+            assert_eq!(
+                (f.stored_entries, f.tombstones, f.stored_bytes),
+                (entries, tombstones, kv_bytes),
+                "{compaction:?} {what}: stored entries, tombstones and bytes"
+            );
+            assert_eq!(f.live_entries, live(store)?, "{compaction:?} {what}: live entries");
+            assert_eq!(f.user_bytes_written, user_bytes, "{compaction:?} {what}: user bytes");
+            assert_eq!(
+                f.write_amplification(),
+                (f.flush_bytes_written + f.compaction_bytes_written) as f64 / user_bytes as f64
+            );
+            assert_eq!(f.space_amplification(), entries as f64 / f.live_entries as f64);
+            assert_eq!(f.space_amplification_bytes(), kv_bytes as f64 / f.live_bytes as f64);
+            Ok(())
+        };
+        check(&store, "flushed")?;
+        let flushed = on_disk(&folder)?.0;
+        let before = store.stats()?.family("f").cloned().ok_or("family f")?;
+        assert_eq!(
+            before.flush_bytes_written, flushed,
+            "{compaction:?}: nothing compacted yet"
+        );
+        assert_eq!(before.compaction_bytes_written, 0);
+
+        let report = store.compact("f")?;
+        let (bytes, entries, tombstones, _) = on_disk(&folder)?;
+        assert_eq!(tombstones, 0, "{compaction:?}: a major compaction keeps no deletion");
+        assert_eq!(
+            (report.input_bytes, report.output_bytes, report.output_entries),
+            (flushed, bytes, entries),
+            "{compaction:?}: the report"
+        );
+        let after = store.stats()?.family("f").cloned().ok_or("family f")?;
+        assert_eq!(
+            (
+                after.compaction_bytes_read,
+                after.compaction_bytes_written,
+                after.flush_bytes_written
+            ),
+            (flushed, bytes, flushed),
+            "{compaction:?}: the counters"
+        );
+        assert_eq!(
+            after.stored_entries, after.live_entries,
+            "{compaction:?}: nothing superseded"
+        );
+        check(&store, "compacted")?;
+        drop(store);
+        // Reopened: the counters start again, what is stored is the same.
+        let store = Store::open(dir.path(), StoreOptions::default())?;
+        let stats = store.stats()?;
+        let f = stats.family("f").ok_or("family f")?;
+        assert_eq!(
+            (f.stored_entries, f.live_entries),
+            (entries, entries),
+            "{compaction:?}: reopened"
+        );
+    }
     Ok(())
 }

@@ -100,3 +100,59 @@ fn a_ttl_longer_than_u64_milliseconds_expires_nothing_before_or_after_a_reopen()
     assert!(store.get("t", "r", "c")?.is_some());
     Ok(())
 }
+
+/// A TTL that is lengthened (or removed) again shows what had expired where
+/// no flush or compaction has dropped it yet; it never shows a version that
+/// a deletion or a newer version hid when it expired. A flush and a minor
+/// compaction (whose inputs are not the family's oldest) used to drop an
+/// expired deletion, or an expired newest version, outright: the older
+/// version in a deeper file came back.
+#[test]
+fn a_longer_ttl_never_brings_back_a_deleted_or_overwritten_version() -> TestResult {
+    for compaction in [Compaction::LEVELED, Compaction::SizeTiered] {
+        let dir = tempfile::tempdir()?;
+        let plain = FamilyOptions::default().compaction(compaction).compaction_trigger(0);
+        let store = Store::open(dir.path(), StoreOptions::default().family_with("f", plain.clone()))?;
+        let (two_hours_ago, ninety_minutes_ago) = (now_ms()? - 7_200_000, now_ms()? - 5_400_000);
+        store.put_at("f", "r", "a", two_hours_ago, "deleted")?;
+        store.put_at("f", "r", "b", two_hours_ago, "overwritten")?;
+        store.put_at("f", "r2", "x", two_hours_ago, "its row deleted")?;
+        store.compact("f")?;
+        store.delete_at("f", "r", "a", ninety_minutes_ago)?;
+        store.put_at("f", "r", "b", ninety_minutes_ago, "newest")?;
+        store.delete_row_at("f", "r2", ninety_minutes_ago)?;
+        // Everything has expired under an hour's TTL; the flush writes the
+        // memtable above the compacted file, which is not among its inputs.
+        store.alter_family("f", plain.clone().ttl(Duration::from_secs(3600)))?;
+        assert_eq!(store.get_row("f", "r")?, vec![]);
+        store.flush()?;
+        for ttl in [None, Some(Duration::from_secs(3600)), None] {
+            let options = match ttl {
+                Some(ttl) => plain.clone().ttl(ttl),
+                None => plain.clone(),
+            };
+            store.alter_family("f", options)?;
+            let value = |column: &str| -> Result<Option<String>, Box<dyn std::error::Error>> {
+                let cell = store.get("f", "r", column)?;
+                Ok(cell.map(|c| String::from_utf8_lossy(&c.value).into_owned()))
+            };
+            assert_eq!(
+                value("a")?,
+                None,
+                "{compaction:?} ttl {ttl:?}: a deleted cell came back"
+            );
+            assert!(
+                value("b")? != Some("overwritten".to_string()),
+                "{compaction:?} ttl {ttl:?}: an overwritten version came back"
+            );
+            assert_eq!(
+                store.get_row("f", "r2")?,
+                vec![],
+                "{compaction:?} ttl {ttl:?}: a deleted row came back"
+            );
+            // A compaction of every file (bottommost) may drop all of it.
+            store.compact("f")?;
+        }
+    }
+    Ok(())
+}

@@ -80,6 +80,21 @@ impl ManifestState {
             .map_or(1, |m| m + 1)
     }
 
+    /// The first number no file and no run the state lists uses: the
+    /// recorded next file number, or past it where a table's number or run
+    /// is. File numbers and run numbers come from one counter; a move that
+    /// started a run once did not record the number it took (see
+    /// `Inner::move_table`), and a later open or repair handed the same
+    /// number to another run of the family, which the read path then read
+    /// as one run with it.
+    pub(crate) fn first_unused_number(&self) -> u64 {
+        self.families
+            .values()
+            .flat_map(|f| &f.tables)
+            .map(|t| t.file_id.max(t.run).saturating_add(1))
+            .fold(self.next_file_number, u64::max)
+    }
+
     /// The oldest log segment some family still needs (`None` without families).
     pub(crate) fn oldest_log_needed(&self) -> Option<u64> {
         self.families.values().map(|f| f.log_number).min()
@@ -299,5 +314,18 @@ mod tests {
         let mut rebuilt = ManifestState::default();
         rebuilt.apply_all(&state.snapshot()).expect("snapshot");
         assert_eq!(rebuilt, state);
+    }
+
+    #[test]
+    fn the_first_unused_number_is_past_every_file_and_run_listed() {
+        let mut state = initial_state();
+        let recorded = state.next_file_number;
+        assert_eq!(state.first_unused_number(), recorded);
+        // The test tables' runs are ten times their numbers: run 40 for table 4.
+        state.apply_all(&[add_table(2, 4)]).expect("add");
+        assert!(recorded < 41);
+        assert_eq!(state.first_unused_number(), 41);
+        state.apply(&Edit::NextFileNumber(100)).expect("record");
+        assert_eq!(state.first_unused_number(), 100);
     }
 }

@@ -94,7 +94,7 @@ pub(crate) fn open(dir: &Path, options: &StoreOptions) -> Result<Recovered> {
     let mut state = manifest.state().clone();
     let mut edits = declare_families(&state, options);
     state.apply_all(&edits)?;
-    let next_file = AtomicU64::new(state.next_file_number.max(FIRST_MANIFEST + 1));
+    let next_file = AtomicU64::new(state.first_unused_number().max(FIRST_MANIFEST + 1));
     let block_cache = BlockCache::new(options.block_cache_bytes);
     let found = tables::open_families(dir, &state, &manifest, &block_cache)?;
     let replayed = replay::replay_logs(dir, &state, options.salvage_log)?;

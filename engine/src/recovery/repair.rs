@@ -195,7 +195,7 @@ impl Repair {
             .iter()
             .chain(&logs)
             .map(|n| n + 1)
-            .fold(old.state.next_file_number.max(2), u64::max);
+            .fold(old.state.first_unused_number().max(2), u64::max);
         let last_seq = old.state.last_sequence;
         Ok(Repair {
             dir: dir.to_path_buf(),

@@ -7,6 +7,10 @@
 //! - **alter**: `SetFamilyOptions`. Reads use the new options at once (fewer
 //!   versions, a TTL); files keep the block size, filter and encoding they
 //!   were written with, and new flushes and compactions use the new ones.
+//!   What they dropped stays dropped: more versions or a longer TTL show
+//!   only what is still stored (an expired cell comes back only where no
+//!   compaction has dropped it, and never one a deletion or a newer
+//!   version hid; see `FamilyOptions::ttl`).
 //! - **drop**: `RemoveFamily`. The family's id is never used again, so what
 //!   the log still holds under it is skipped by every later replay; its
 //!   table files are deleted once no snapshot holds them (a reader that took

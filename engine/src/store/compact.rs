@@ -116,7 +116,10 @@ impl Inner {
     }
 
     /// Moves one file to another level and run without rewriting it (its
-    /// rows share no file there): one manifest edit, the same file.
+    /// rows share no file there): one manifest edit, the same file. A run of
+    /// its own takes a number from the file counter, recorded as used with
+    /// the edit (else a later open or repair gives it to another run of the
+    /// family, and the read path reads the two as one).
     fn move_table(&self, fam: &FamilyVersion, file: &Arc<TableFile>, level: u32, run: Option<u64>) -> Result<()> {
         let run = run.unwrap_or_else(|| self.next_file.fetch_add(1, Ordering::SeqCst));
         let moved = Arc::new(file.moved(level, run));
@@ -133,6 +136,7 @@ impl Inner {
                     family: fam.id,
                     table: moved.meta.clone(),
                 },
+                Edit::NextFileNumber(self.next_file.load(Ordering::SeqCst)),
             ];
             let mut f = (**now).clone();
             for t in f.tables.iter_mut() {
@@ -177,22 +181,30 @@ impl Inner {
         let mut compactor = Compactor::new(horizon, fam.options.max_versions, expire_before, bottommost);
         let mut out = TableOutput::new(&fam.dir, &self.next_file, &fam.options, run, level, true);
         let mut seen = 0u64;
-        let mut zeroed = Vec::new();
+        let mut rewritten = Vec::new();
         while merge.valid() {
             let Some(keep) = compactor.keep(merge.key()) else {
                 // Dropping `out` removes the files written so far; the
                 // inputs stay as they are.
                 return Err(merge.undecodable_key());
             };
-            if keep {
-                let entry_key = if bottommost && key::suffix(merge.key()).is_some_and(|(_, seq, _)| seq <= horizon) {
-                    key::zero_sequence_into(merge.key(), &mut zeroed);
-                    zeroed.as_slice()
-                } else {
-                    merge.key()
-                };
-                // The value lent from its block: no reference count raised per entry.
-                merge.with_value(|value| out.add(entry_key, value))?;
+            match keep {
+                Keep::Entry => {
+                    let entry_key = if bottommost && key::suffix(merge.key()).is_some_and(|(_, seq, _)| seq <= horizon)
+                    {
+                        key::zero_sequence_into(merge.key(), &mut rewritten);
+                        rewritten.as_slice()
+                    } else {
+                        merge.key()
+                    };
+                    // The value lent from its block: no reference count raised per entry.
+                    merge.with_value(|value| out.add(entry_key, value))?;
+                }
+                Keep::AsDeletion => {
+                    key::cell_deletion_into(merge.key(), &mut rewritten);
+                    out.add(&rewritten, &[])?;
+                }
+                Keep::Drop => {}
             }
             merge.next()?;
             seen += 1;

@@ -121,6 +121,13 @@ impl Inner {
             f.frozen = frozen;
             next = next.with_family(f);
             let tables = tables.into_iter().map(|t| (fam.id, t)).collect();
+            // Counted before the new version is swapped in: `flush_and_wait`
+            // returns once the version no longer holds the memtable, and
+            // counted after the install, the statistics read right after
+            // `Store::flush` missed the last flush. (If the manifest append
+            // fails, the store stops; the bytes were written all the same.)
+            fam.counters.flushes.fetch_add(1, Ordering::Relaxed);
+            fam.counters.flush_bytes.fetch_add(written, Ordering::Relaxed);
             Ok((
                 Change {
                     edits,
@@ -133,8 +140,6 @@ impl Inner {
         if dropped {
             return Ok(true);
         }
-        fam.counters.flushes.fetch_add(1, Ordering::Relaxed);
-        fam.counters.flush_bytes.fetch_add(written, Ordering::Relaxed);
         // Removing files needs no manifest lock: the manifest already says
         // these segments are not needed.
         if let Some(needed) = self.oldest_log_needed() {

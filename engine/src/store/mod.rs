@@ -31,7 +31,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{self, OpRef, WriteBatch};
 use crate::clock::now_ms;
-use crate::compaction::{self, Choice, Compactor, FileShape};
+use crate::compaction::{self, Choice, Compactor, FileShape, Keep};
 use crate::error::{Error, Result};
 use crate::files::log_path;
 use crate::key::{self, Kind};
