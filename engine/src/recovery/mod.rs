@@ -99,9 +99,15 @@ pub(crate) fn open(dir: &Path, options: &StoreOptions) -> Result<Recovered> {
     let found = tables::open_families(dir, &state, &manifest, &block_cache)?;
     let replayed = replay::replay_logs(dir, &state, options.salvage_log)?;
     // A rotation takes a log number before the manifest records it (the next
-    // file number is recorded with the next flush), so never hand one out again.
+    // file number is recorded with the next install that writes the
+    // manifest), so never hand one out again.
     if let Some(&newest) = replayed.segments.last() {
         next_file.fetch_max(newest + 1, Ordering::SeqCst);
+    }
+    // Nor a listed table's number or run: a move's new run was not recorded
+    // before cellar recorded every number handed out (see `Inner::install`).
+    if let Some(largest) = largest_listed_number(&state) {
+        next_file.fetch_max(largest + 1, Ordering::SeqCst);
     }
 
     // Every check passed: from here on, recovery writes.
@@ -284,6 +290,16 @@ fn declare_families(state: &ManifestState, options: &StoreOptions) -> Vec<Edit> 
         }
     }
     edits
+}
+
+/// The largest file or run number of any table the manifest lists.
+fn largest_listed_number(state: &ManifestState) -> Option<u64> {
+    state
+        .families
+        .values()
+        .flat_map(|f| &f.tables)
+        .map(|t| t.file_id.max(t.run))
+        .max()
 }
 
 /// Creates the log segment new writes go to.

@@ -227,7 +227,6 @@ impl Inner {
                 family: fam.id,
                 table: t.meta.clone(),
             }));
-            edits.push(Edit::NextFileNumber(self.next_file.load(Ordering::SeqCst)));
             let mut f = (**now).clone();
             f.tables.retain(|t| !input_ids.contains(&t.meta.file_id));
             let version = base.current.with_family(f);
