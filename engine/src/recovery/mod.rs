@@ -479,13 +479,73 @@ mod tests {
     use super::*;
     use crate::{Cell, Compaction, FamilyOptions, Store};
 
-    type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
+    type TestResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+    /// A store with one leveled family `f` that never compacts on its own.
+    fn leveled_f() -> StoreOptions {
+        let leveled = Compaction::Leveled {
+            base_bytes: 1 << 20,
+            multiplier: 10,
+        };
+        let family = FamilyOptions::default().compaction(leveled).compaction_trigger(0);
+        StoreOptions::default().family_with("f", family)
+    }
 
     /// The tables of the family `f` as the manifest lists them.
     fn listed(dir: &Path) -> Result<(u32, Vec<TableMeta>)> {
         let manifest = Manifest::open(dir)?;
         let family = manifest.state().families.values().find(|f| f.name == "f");
         Ok(family.map(|f| (f.id, f.tables.clone())).unwrap_or_default())
+    }
+
+    /// Rewrites the record of the table at `level` of the family `f` to
+    /// put it in run `run`, as an older cellar may have left it; returns
+    /// that run.
+    fn rewrite_run(dir: &Path, level: u32, run: impl FnOnce(&ManifestState) -> u64) -> TestResult<u64> {
+        let (family, tables) = listed(dir)?;
+        let table = tables
+            .iter()
+            .find(|t| t.level == level)
+            .ok_or_else(|| format!("no table at level {level}: {tables:?}"))?;
+        let mut manifest = Manifest::open(dir)?;
+        let run = run(manifest.state());
+        let next_file = AtomicU64::new(manifest.state().next_file_number);
+        let edits = [
+            Edit::RemoveTable {
+                family,
+                file_id: table.file_id,
+            },
+            Edit::AddTable {
+                family,
+                table: TableMeta { run, ..table.clone() },
+            },
+        ];
+        manifest.log_and_apply(&edits, &next_file)?;
+        Ok(run)
+    }
+
+    /// Repair starts counting past every file and run number the old
+    /// manifest lists. An older cellar did not record the run number a
+    /// move took (here: the level-6 table is given the manifest's next
+    /// number), and repair gave that number again to the table it wrote
+    /// from the log, at level 0: two levels in one run.
+    #[test]
+    fn repair_never_gives_a_table_from_the_log_the_run_number_of_a_listed_one() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        {
+            let store = Store::open(dir.path(), leveled_f())?;
+            store.put_at("f", "a", "c", 1, "a")?;
+            store.compact("f")?;
+            store.put_at("f", "b", "c", 2, "b")?;
+        }
+        let unrecorded = |state: &ManifestState| state.next_file_number;
+        let moved_run = rewrite_run(dir.path(), compaction::LAST_LEVEL, unrecorded)?;
+        repair(dir.path())?;
+        let (_, tables) = listed(dir.path())?;
+        let runs: Vec<(u32, u64)> = tables.iter().map(|t| (t.level, t.run)).collect();
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        assert_eq!(runs.iter().filter(|(_, run)| *run == moved_run).count(), 1, "{runs:?}");
+        Ok(())
     }
 
     /// A store an older cellar left with the run number of a table moved to
@@ -496,46 +556,20 @@ mod tests {
     #[test]
     fn an_open_gives_a_run_number_shared_by_two_levels_to_one() -> TestResult {
         let dir = tempfile::tempdir()?;
-        let options = || {
-            let leveled = Compaction::Leveled {
-                base_bytes: 1 << 20,
-                multiplier: 10,
-            };
-            let family = FamilyOptions::default().compaction(leveled).compaction_trigger(0);
-            StoreOptions::default().family_with("f", family)
-        };
         {
-            let store = Store::open(dir.path(), options())?;
+            let store = Store::open(dir.path(), leveled_f())?;
             store.put_at("f", "a", "c", 1, "a")?;
             store.compact("f")?;
             store.put_at("f", "b", "c", 2, "b")?;
             store.flush()?;
         }
-        let (family, tables) = listed(dir.path())?;
-        let (Some(deep), Some(shallow)) = (
-            tables.iter().find(|t| t.level == compaction::LAST_LEVEL),
-            tables.iter().find(|t| t.level == 0),
-        ) else {
-            return Err(format!("a table at level 0 and one at level 6: {tables:?}").into());
-        };
-        let shared = deep.run;
-        let mut manifest = Manifest::open(dir.path())?;
-        let next_file = AtomicU64::new(manifest.state().next_file_number);
-        let edits = [
-            Edit::RemoveTable {
-                family,
-                file_id: shallow.file_id,
-            },
-            Edit::AddTable {
-                family,
-                table: TableMeta {
-                    run: shared,
-                    ..shallow.clone()
-                },
-            },
-        ];
-        manifest.log_and_apply(&edits, &next_file)?;
-        drop(manifest);
+        let (_, tables) = listed(dir.path())?;
+        let shared = tables
+            .iter()
+            .find(|t| t.level == compaction::LAST_LEVEL)
+            .map(|t| t.run)
+            .ok_or("no table at level 6")?;
+        rewrite_run(dir.path(), 0, |_| shared)?;
         let before = listed(dir.path())?;
 
         let want = vec![Cell {
@@ -549,7 +583,7 @@ mod tests {
         drop(reader);
         assert_eq!(listed(dir.path())?, before, "a read-only open writes nothing");
         for open in 0..2 {
-            let store = Store::open(dir.path(), options())?;
+            let store = Store::open(dir.path(), leveled_f())?;
             assert_eq!(store.versions("f", "b", "c")?, want, "open {open}");
             assert_eq!(store.get_row("f", "b")?, want, "open {open}");
             let runs: Vec<(u32, u64)> = store.tables().iter().map(|t| (t.level, t.run)).collect();
