@@ -24,7 +24,10 @@
 //! left as it was, for a repair. Then, having decided the store opens:
 //!
 //! 7. [`start_log`]: a fresh log segment for the writes to come.
-//! 8. [`flush_replayed`]: write what the log held to table files.
+//! 8. [`flush_replayed`]: write what the log held to table files;
+//!    [`split_shared_runs`]: give a run number that tables at two levels
+//!    share (an older cellar handed a move's run number out again) to one
+//!    level only.
 //! 9. [`record`]: one manifest edit group records all of it; the new tables
 //!    get their final names.
 //! 10. [`remove_obsolete`]: delete what is provably obsolete: leftovers,
@@ -57,7 +60,7 @@ use crate::compaction;
 use crate::error::{Error, Result};
 use crate::files::{self, log_path};
 use crate::log::{self, LogWriter};
-use crate::manifest::{Edit, Manifest, ManifestState};
+use crate::manifest::{Edit, Manifest, ManifestState, TableMeta};
 use crate::memtable::Memtable;
 use crate::options::{validate_family_name, StoreOptions};
 use crate::output::{PendingTable, TableOutput};
@@ -99,7 +102,8 @@ pub(crate) fn open(dir: &Path, options: &StoreOptions) -> Result<Recovered> {
     let found = tables::open_families(dir, &state, &manifest, &block_cache)?;
     let replayed = replay::replay_logs(dir, &state, options.salvage_log)?;
     // A rotation takes a log number before the manifest records it (the next
-    // file number is recorded with the next flush), so never hand one out again.
+    // file number is recorded with the next install that writes the
+    // manifest), so never hand one out again.
     if let Some(&newest) = replayed.segments.last() {
         next_file.fetch_max(newest + 1, Ordering::SeqCst);
     }
@@ -109,6 +113,7 @@ pub(crate) fn open(dir: &Path, options: &StoreOptions) -> Result<Recovered> {
     let mut families = found.families;
     let mut pending = found.roll_forward;
     pending.extend(flush_replayed(&replayed.memtables, &families, &next_file, &mut edits)?);
+    split_shared_runs(&mut families, &mut pending, &next_file, &mut edits);
     for id in families.keys() {
         edits.push(Edit::SetLogNumber {
             family: *id,
@@ -322,6 +327,79 @@ fn flush_replayed(
     Ok(out)
 }
 
+/// Gives each level but the deepest of a run number that a family's tables
+/// at several levels share a new run number, and adds the edits that record
+/// it.
+///
+/// A run is the files of one level with disjoint keys, and a range read
+/// takes a run's files as one stretch in key order. An older cellar did not
+/// record the run number a move took (see `Inner::install`): the next open
+/// could give it to a new table at level 0, which reads then looked for
+/// among the moved files' keys and missed. The files keep their place and
+/// their level; only the number of the shallower run changes (a move joins
+/// the deeper one by its number).
+fn split_shared_runs(
+    families: &mut BTreeMap<u32, FamilyVersion>,
+    pending: &mut [(u32, PendingTable)],
+    next_file: &AtomicU64,
+    edits: &mut Vec<Edit>,
+) {
+    for (id, fam) in families.iter_mut() {
+        let listed = fam
+            .tables
+            .iter()
+            .map(|t| &t.meta)
+            .chain(pending.iter().filter(|(f, _)| f == id).map(|(_, t)| &t.meta));
+        let renumbered = runs_to_split(listed, || next_file.fetch_add(1, Ordering::SeqCst));
+        if renumbered.is_empty() {
+            continue;
+        }
+        let mut record = |meta: &TableMeta| {
+            edits.push(Edit::RemoveTable {
+                family: *id,
+                file_id: meta.file_id,
+            });
+            edits.push(Edit::AddTable {
+                family: *id,
+                table: meta.clone(),
+            });
+        };
+        for table in fam.tables.iter_mut() {
+            if let Some(&run) = renumbered.get(&(table.meta.run, table.meta.level)) {
+                *table = Arc::new(table.moved(table.meta.level, run));
+                record(&table.meta);
+            }
+        }
+        for (_, table) in pending.iter_mut().filter(|(f, _)| f == id) {
+            if let Some(&run) = renumbered.get(&(table.meta.run, table.meta.level)) {
+                table.meta.run = run;
+                record(&table.meta);
+            }
+        }
+    }
+}
+
+/// The new run number of each level but the deepest of a run number that
+/// tables of one family at several levels share, by `(run, level)`, each
+/// taken from `take` (see [`split_shared_runs`]).
+pub(super) fn runs_to_split<'m>(
+    tables: impl Iterator<Item = &'m TableMeta> + Clone,
+    mut take: impl FnMut() -> u64,
+) -> BTreeMap<(u64, u32), u64> {
+    let mut deepest: BTreeMap<u64, u32> = BTreeMap::new();
+    for meta in tables.clone() {
+        let level = deepest.entry(meta.run).or_insert(meta.level);
+        *level = (*level).max(meta.level);
+    }
+    let mut renumbered = BTreeMap::new();
+    for meta in tables {
+        if deepest.get(&meta.run).is_some_and(|&level| level != meta.level) {
+            renumbered.entry((meta.run, meta.level)).or_insert_with(&mut take);
+        }
+    }
+    renumbered
+}
+
 /// Makes recovery's edit group durable, then gives the tables it lists their
 /// final names and adds them to their families.
 fn record(
@@ -379,4 +457,130 @@ fn remove_obsolete(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Cell, Compaction, FamilyOptions, Store};
+
+    type TestResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+    /// A store with one leveled family `f` that never compacts on its own.
+    fn leveled_f() -> StoreOptions {
+        let leveled = Compaction::Leveled {
+            base_bytes: 1 << 20,
+            multiplier: 10,
+        };
+        let family = FamilyOptions::default().compaction(leveled).compaction_trigger(0);
+        StoreOptions::default().family_with("f", family)
+    }
+
+    /// The tables of the family `f` as the manifest lists them.
+    fn listed(dir: &Path) -> Result<(u32, Vec<TableMeta>)> {
+        let manifest = Manifest::open(dir)?;
+        let family = manifest.state().families.values().find(|f| f.name == "f");
+        Ok(family.map(|f| (f.id, f.tables.clone())).unwrap_or_default())
+    }
+
+    /// Rewrites the record of the table at `level` of the family `f` to
+    /// put it in run `run`, as an older cellar may have left it; returns
+    /// that run.
+    fn rewrite_run(dir: &Path, level: u32, run: impl FnOnce(&ManifestState) -> u64) -> TestResult<u64> {
+        let (family, tables) = listed(dir)?;
+        let table = tables
+            .iter()
+            .find(|t| t.level == level)
+            .ok_or_else(|| format!("no table at level {level}: {tables:?}"))?;
+        let mut manifest = Manifest::open(dir)?;
+        let run = run(manifest.state());
+        let next_file = AtomicU64::new(manifest.state().next_file_number);
+        let edits = [
+            Edit::RemoveTable {
+                family,
+                file_id: table.file_id,
+            },
+            Edit::AddTable {
+                family,
+                table: TableMeta { run, ..table.clone() },
+            },
+        ];
+        manifest.log_and_apply(&edits, &next_file)?;
+        Ok(run)
+    }
+
+    /// Repair starts counting past every file and run number the old
+    /// manifest lists. An older cellar did not record the run number a
+    /// move took (here: the level-6 table is given the manifest's next
+    /// number), and repair gave that number again to the table it wrote
+    /// from the log, at level 0: two levels in one run.
+    #[test]
+    fn repair_never_gives_a_table_from_the_log_the_run_number_of_a_listed_one() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        {
+            let store = Store::open(dir.path(), leveled_f())?;
+            store.put_at("f", "a", "c", 1, "a")?;
+            store.compact("f")?;
+            store.put_at("f", "b", "c", 2, "b")?;
+        }
+        let unrecorded = |state: &ManifestState| state.next_file_number;
+        let moved_run = rewrite_run(dir.path(), compaction::LAST_LEVEL, unrecorded)?;
+        repair(dir.path())?;
+        let (_, tables) = listed(dir.path())?;
+        let runs: Vec<(u32, u64)> = tables.iter().map(|t| (t.level, t.run)).collect();
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        assert_eq!(runs.iter().filter(|(_, run)| *run == moved_run).count(), 1, "{runs:?}");
+        Ok(())
+    }
+
+    /// A store an older cellar left with the run number of a table moved to
+    /// level 6 given again to a new table at level 0 (made here by
+    /// rewriting the level-0 table's record): a read of row `b` took the
+    /// two as one run in key order and missed the level-0 table. The open
+    /// gives the level-0 table a run of its own, and records it.
+    #[test]
+    fn an_open_gives_a_run_number_shared_by_two_levels_to_one() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        {
+            let store = Store::open(dir.path(), leveled_f())?;
+            store.put_at("f", "a", "c", 1, "a")?;
+            store.compact("f")?;
+            store.put_at("f", "b", "c", 2, "b")?;
+            store.flush()?;
+        }
+        let (_, tables) = listed(dir.path())?;
+        let shared = tables
+            .iter()
+            .find(|t| t.level == compaction::LAST_LEVEL)
+            .map(|t| t.run)
+            .ok_or("no table at level 6")?;
+        rewrite_run(dir.path(), 0, |_| shared)?;
+        let before = listed(dir.path())?;
+
+        let want = vec![Cell {
+            column: "c".into(),
+            timestamp: 2,
+            value: "b".into(),
+        }];
+        // A read-only open reads the runs apart without writing.
+        let reader = crate::ReadOnlyStore::open(dir.path())?;
+        assert_eq!(reader.snapshot().versions("f", "b", "c")?, want, "read-only");
+        drop(reader);
+        assert_eq!(listed(dir.path())?, before, "a read-only open writes nothing");
+        for open in 0..2 {
+            let store = Store::open(dir.path(), leveled_f())?;
+            assert_eq!(store.versions("f", "b", "c")?, want, "open {open}");
+            assert_eq!(store.get_row("f", "b")?, want, "open {open}");
+            let runs: Vec<(u32, u64)> = store.tables().iter().map(|t| (t.level, t.run)).collect();
+            assert_eq!(runs.len(), 2);
+            assert!(
+                runs.contains(&(compaction::LAST_LEVEL, shared)),
+                "open {open}: {runs:?}"
+            );
+            assert!(!runs.contains(&(0, shared)), "open {open}: {runs:?}");
+        }
+        let (_, tables) = listed(dir.path())?;
+        assert_eq!(tables.iter().filter(|t| t.run == shared).count(), 1, "recorded");
+        Ok(())
+    }
 }

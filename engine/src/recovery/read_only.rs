@@ -164,8 +164,10 @@ fn read_at(dir: &Path, cache: &BlockCache, start: &(PathBuf, u64)) -> Result<Att
     hook::run(dir);
     let mut replayed = replay::replay_segments(dir, &state, false, &held)?;
     let mut families = std::collections::BTreeMap::new();
+    // Run numbers no listed table has, for a run shared by two levels.
+    let mut spare_run = state.first_unused_number();
     for family in state.families.values() {
-        let mut version = open_family(dir, family, cache, &mut held)?;
+        let mut version = open_family(dir, family, cache, &mut held, &mut spare_run)?;
         if let Some(memtable) = replayed.memtables.remove(&family.id) {
             version.active = Arc::new(memtable);
         }
@@ -202,8 +204,17 @@ fn decode_manifest(path: &Path, data: Vec<u8>) -> Result<ManifestState> {
 
 /// One family with the table files the manifest lists: those held open, and
 /// the others (made since) under their name or, if the writer has not renamed
-/// them yet, their pending name.
-fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache, held: &mut Held) -> Result<FamilyVersion> {
+/// them yet, their pending name. A run number its tables at two levels
+/// share (left by an older cellar) is given to the deepest level only, in
+/// memory, with numbers from `spare_run` on, as a writable open does on
+/// disk (`split_shared_runs`).
+fn open_family(
+    dir: &Path,
+    family: &FamilyState,
+    cache: &BlockCache,
+    held: &mut Held,
+    spare_run: &mut u64,
+) -> Result<FamilyVersion> {
     let family_dir = dir.join(&family.name);
     let options = FamilyOptions::decode(&family.options).ok_or_else(|| {
         Error::corruption(
@@ -212,15 +223,24 @@ fn open_family(dir: &Path, family: &FamilyState, cache: &BlockCache, held: &mut 
             format!("family {:?} has options that do not decode", family.name),
         )
     })?;
+    let split = super::runs_to_split(family.tables.iter(), || {
+        let run = *spare_run;
+        *spare_run = run.saturating_add(1);
+        run
+    });
     let mut tables = Vec::new();
     for meta in &family.tables {
+        let mut meta = meta.clone();
+        if let Some(&run) = split.get(&(meta.run, meta.level)) {
+            meta.run = run;
+        }
         if let Some((table, path)) = held.tables.remove(&(family.name.clone(), meta.file_id)) {
-            tables.push(Arc::new(TableFile::new(meta.clone(), table, path)));
+            tables.push(Arc::new(TableFile::new(meta, table, path)));
             continue;
         }
         let path = listed_table_path(&family_dir, meta.file_id)?;
         let table = Table::open_with_cache(&path, cache)?;
-        tables.push(Arc::new(TableFile::new(meta.clone(), table, path)));
+        tables.push(Arc::new(TableFile::new(meta, table, path)));
     }
     Ok(FamilyVersion::opened(
         family.id,

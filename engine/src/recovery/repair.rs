@@ -191,10 +191,12 @@ impl Repair {
         } = StoreListing::read(dir)?;
         let mut report = RepairReport::default();
         let old = read_old_manifest(dir, &mut report);
+        // Past every number in use: an older cellar did not record the run
+        // number a move took, which the old manifest lists all the same.
         let next_number = manifests
             .iter()
             .chain(&logs)
-            .map(|n| n + 1)
+            .map(|n| n.saturating_add(1))
             .fold(old.state.first_unused_number().max(2), u64::max);
         let last_seq = old.state.last_sequence;
         Ok(Repair {

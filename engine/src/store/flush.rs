@@ -116,7 +116,6 @@ impl Inner {
                 }
             }
             edits.push(Edit::LastSequence(base.state.last_sequence.max(memtable.max_seq())));
-            edits.push(Edit::NextFileNumber(self.next_file.load(Ordering::SeqCst)));
             let mut f = (**now).clone();
             f.frozen = frozen;
             next = next.with_family(f);

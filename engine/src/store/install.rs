@@ -13,8 +13,10 @@
 //!    would record that nothing older than L+1 is needed while the write
 //!    lives only in memory.
 //! 3. Read the current version, and decide the change from the two.
-//! 4. Apply the edits to a copy of the manifest's state, append them durably,
-//!    then swap the state ([`Manifest::log_and_apply`]). If the append
+//! 4. Add the next file number if numbers were handed out since the
+//!    manifest last recorded it (every flush, compaction and move takes
+//!    some), apply the edits to a copy of the manifest's state, append them
+//!    durably, then swap the state ([`Manifest::log_and_apply`]). If the append
 //!    fails, nothing in memory has changed.
 //! 5. Give the new table files their final names and open them; swap the
 //!    version.
@@ -73,10 +75,13 @@ impl Inner {
         };
         let (change, out) = decide(&base)?;
         let Change {
-            edits,
+            mut edits,
             tables,
             mut version,
         } = change;
+        if let Some(edit) = self.next_file_edit(&edits, manifest.state()) {
+            edits.push(edit);
+        }
         if let Err(e) = manifest.log_and_apply(&edits, &self.next_file) {
             for (_, table) in tables {
                 table.discard();
@@ -105,6 +110,18 @@ impl Inner {
         drop(manifest);
         self.notify_waiters();
         Ok(out)
+    }
+
+    /// The edit that records the next file number, for a change that writes
+    /// the manifest while numbers have been handed out since it last said:
+    /// the tables the change lists, and any number taken meanwhile (a
+    /// move's new run, a log segment). A number the manifest does not cover
+    /// is handed out again after a reopen, and two runs of one number are
+    /// read as one (see `OverlappingFiles` in `read`). A change that writes
+    /// nothing records nothing: the next one that writes covers it.
+    fn next_file_edit(&self, edits: &[Edit], state: &ManifestState) -> Option<Edit> {
+        let next = self.next_file.load(Ordering::SeqCst);
+        (!edits.is_empty() && next > state.next_file_number).then_some(Edit::NextFileNumber(next))
     }
 
     /// The oldest log segment some family still needs, as the manifest records it.
