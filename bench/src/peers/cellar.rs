@@ -30,8 +30,8 @@ const WIDE_COLUMN_NAMES: [&[u8]; WIDE_COLUMNS] = [b"c0", b"c1", b"c2", b"c3", b"
 
 /// A cellar store with one family of default options (4 KiB blocks, bloom 10
 /// bits per key, 64 MiB memtable, no compression unless asked) but the
-/// compaction given: `cellar` stays size-tiered, as the README's db_bench and
-/// YCSB figures were measured before leveled became the default, and
+/// compaction given: `cellar` stays size-tiered, as the README's db_bench
+/// figures were measured before leveled became the default, and
 /// `cellar-leveled` is the default's; log on without fsync. Table files are read through a memory map: raw blocks come
 /// from the OS page cache; compressed blocks are decompressed into a block
 /// cache of 32 MiB (each open table's index and filter are held in memory).
