@@ -12,6 +12,11 @@
 //! * **space amplification**: stored / live, by entries and by bytes.
 //! * **write amplification**: bytes the store wrote to disk (log + flushes +
 //!   compaction output) / user bytes.
+//! * Counters of writes start at 0 when the store opens, as RocksDB's do.
+//!   The open's flush of the log it replays counts as a flush (RocksDB counts
+//!   its recovery flush too), but the writes in that log were counted before
+//!   the reopen: the first writes after one show a high write amplification,
+//!   until they outweigh that flush.
 
 use std::sync::atomic::Ordering;
 
@@ -106,13 +111,17 @@ pub struct FamilyStats {
     pub stored_bytes: u64,
     /// Key + value bytes of live entries.
     pub live_bytes: u64,
-    /// Writes applied to this family.
+    /// Writes applied to this family since the store was opened (not those
+    /// an open replays from the log).
     pub user_entries_written: u64,
     /// Their user bytes (row + column + value).
     pub user_bytes_written: u64,
-    /// Flushes done since the store was opened.
+    /// Flushes done since the store was opened, the open's own flush of the
+    /// log it replayed included.
     pub flushes: u64,
-    /// Bytes written by flushes.
+    /// Bytes written by flushes: after a reopen, also the table files the
+    /// open wrote from the replayed log, whose user bytes were counted
+    /// before it (see the module's definitions).
     pub flush_bytes_written: u64,
     /// Compactions done since the store was opened.
     pub compactions: u64,

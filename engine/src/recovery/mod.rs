@@ -583,4 +583,77 @@ mod tests {
         assert_eq!(tables.iter().filter(|t| t.run == shared).count(), 1, "recorded");
         Ok(())
     }
+
+    /// The same old damage, then a repair that has to put every table of
+    /// the family at level 0 (a table the manifest does not list fits no
+    /// one place): the two levels' tables became one level-0 run, which no
+    /// open splits again, and whose files overlap (rows `a` and `c` in one,
+    /// `b` in the other). A read of row `c` searched the run as files in
+    /// key order and missed it. Repair gives the shallower level a run
+    /// number of its own before placing the tables.
+    #[test]
+    fn repair_gives_a_run_number_shared_by_two_levels_to_one_before_it_places_tables() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        {
+            let store = Store::open(dir.path(), leveled_f())?;
+            store.put_at("f", "a", "c", 1, "a")?;
+            store.put_at("f", "c", "c", 1, "c")?;
+            store.compact("f")?;
+            store.put_at("f", "b", "c", 2, "b")?;
+            store.flush()?;
+        }
+        let (_, tables) = listed(dir.path())?;
+        let run_at = |level: u32| {
+            tables
+                .iter()
+                .find(|t| t.level == level)
+                .map(|t| (t.run, t.file_id))
+                .ok_or_else(|| format!("no table at level {level}: {tables:?}"))
+        };
+        let (shared, _) = run_at(compaction::LAST_LEVEL)?;
+        let (_, level_0_file) = run_at(0)?;
+        rewrite_run(dir.path(), 0, |_| shared)?;
+        // A copy of the level-0 table under a number the manifest has not
+        // reached (a compaction output whose record was lost, beside its
+        // input): neither older nor newer than the level-0 run, it fits no
+        // one place, so every table goes to level 0.
+        let family_dir = dir.path().join("f");
+        std::fs::copy(
+            files::table_path(&family_dir, level_0_file),
+            files::table_path(&family_dir, 900),
+        )?;
+        let report = repair(dir.path())?;
+        let to_level_0: Vec<u64> = report.families.iter().map(|f| f.tables_to_level_0).collect();
+        assert_eq!(to_level_0, [1], "the fallback placement");
+
+        let cell = |row: &str| {
+            vec![Cell {
+                column: "c".into(),
+                timestamp: if row == "b" { 2 } else { 1 },
+                value: row.to_string().into(),
+            }]
+        };
+        let reader = crate::ReadOnlyStore::open(dir.path())?;
+        let snapshot = reader.snapshot();
+        for row in ["a", "b", "c"] {
+            assert_eq!(snapshot.versions("f", row, "c")?, cell(row), "read-only, row {row}");
+        }
+        drop(snapshot);
+        drop(reader);
+        let store = Store::open(dir.path(), leveled_f())?;
+        for row in ["a", "b", "c"] {
+            assert_eq!(store.versions("f", row, "c")?, cell(row), "row {row}");
+            assert_eq!(store.get_row("f", row)?, cell(row), "row {row}");
+        }
+        let scanned: Vec<Vec<u8>> = store
+            .scan("f", &crate::RowRange::all())?
+            .map(|row| row.map(|r| r.key.to_vec()))
+            .collect::<Result<_>>()?;
+        assert_eq!(scanned, [b"a", b"b", b"c"]);
+        let mut runs: Vec<u64> = store.tables().iter().map(|t| t.run).collect();
+        runs.sort_unstable();
+        runs.dedup();
+        assert_eq!(runs.len(), 3, "one run per table: {:?}", store.tables());
+        Ok(())
+    }
 }

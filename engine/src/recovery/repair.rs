@@ -23,7 +23,8 @@
 //! 5. Each table the old manifest did not list (nor, so, place) goes to
 //!    level 0 if its sequence numbers say it is newer than what it would be
 //!    read before; else every table of its family goes to level 0
-//!    ([`super::placement`]).
+//!    ([`super::placement`]). First, a run number the old manifest gives
+//!    tables at two levels goes to the deepest only, as an open does.
 //! 6. A new manifest holding all of it becomes live (`CURRENT` is switched
 //!    atomically, last); the old manifest goes to `lost/`; the segments read
 //!    whole are deleted, their records being in tables now.
@@ -387,7 +388,16 @@ impl Repair {
 
     /// Step 5: the tables the old manifest did not place, placed by their
     /// sequence numbers (see [`super::placement`]).
+    ///
+    /// First, a run number the old manifest gives tables at two levels (an
+    /// older cellar handed a move's run number out again) goes to the
+    /// deepest level only, the others taking new numbers, as an open does
+    /// (`split_shared_runs`). Placement may put every table at level 0,
+    /// each run keeping its files: the two levels would become one level-0
+    /// run whose files overlap, which reads search as disjoint files in key
+    /// order, and which no open could tell apart again.
     fn place_tables(&mut self, new_tables: &mut [(u32, PendingTable)]) {
+        let next_number = &mut self.next_number;
         for family in self.families.values_mut() {
             let mut found: Vec<Found<'_>> = family
                 .tables
@@ -406,6 +416,16 @@ impl Repair {
                         listed: false,
                     }),
             );
+            let split = super::runs_to_split(found.iter().map(|t| &*t.meta), || {
+                let run = *next_number;
+                *next_number = run.saturating_add(1);
+                run
+            });
+            for table in found.iter_mut() {
+                if let Some(&run) = split.get(&(table.meta.run, table.meta.level)) {
+                    table.meta.run = run;
+                }
+            }
             family.tables_to_level_0 = placement::place(&mut found);
         }
     }

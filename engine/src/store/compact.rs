@@ -144,9 +144,11 @@ impl Inner {
                 }
             }
             FamilyVersion::order_tables(&mut f.tables);
+            // Counted before the new version is swapped in, as a flush is.
+            fam.counters.compactions.fetch_add(1, Ordering::Relaxed);
             Ok((Change::new(edits, base.current.with_family(f)), ()))
         })?;
-        fam.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        self.hook("compaction::installed");
         Ok(())
     }
 
@@ -242,19 +244,24 @@ impl Inner {
             f.tables.retain(|t| !input_ids.contains(&t.meta.file_id));
             let version = base.current.with_family(f);
             let tables = outputs.into_iter().map(|t| (fam.id, t)).collect();
+            // Counted before the new version is swapped in: counted after,
+            // a `stats` read in between saw the outputs without the
+            // compaction that wrote them. (If the manifest append then
+            // fails, the bytes were read and written all the same.)
+            fam.counters.compactions.fetch_add(1, Ordering::Relaxed);
+            fam.counters
+                .compaction_bytes_read
+                .fetch_add(report.input_bytes, Ordering::Relaxed);
+            fam.counters
+                .compaction_bytes_written
+                .fetch_add(report.output_bytes, Ordering::Relaxed);
             Ok((Change { edits, tables, version }, ()))
         })?;
         // The inputs are deleted when the last version (or snapshot) listing them goes.
         for t in &inputs {
             t.mark_obsolete();
         }
-        fam.counters.compactions.fetch_add(1, Ordering::Relaxed);
-        fam.counters
-            .compaction_bytes_read
-            .fetch_add(report.input_bytes, Ordering::Relaxed);
-        fam.counters
-            .compaction_bytes_written
-            .fetch_add(report.output_bytes, Ordering::Relaxed);
+        self.hook("compaction::installed");
         Ok(Compacted::Installed(report))
     }
 }

@@ -567,3 +567,68 @@ fn a_memtable_flushed_during_a_major_compaction_is_freed_at_once() -> TestResult
     assert_eq!(value(&store, "late")?.as_deref(), Some(&b"1"[..]));
     Ok(())
 }
+
+/// A flush adds its counters before its version is swapped in; a merge and
+/// a move added theirs after: a `stats` read in the gap (here, by the
+/// compacting thread itself the moment its version is in) saw the new files
+/// without the compaction that wrote them. Both now count as the flush does.
+#[test]
+fn statistics_read_once_a_move_or_a_merge_is_installed_count_it() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let leveled = FamilyOptions::default()
+        .compaction(crate::Compaction::LEVELED)
+        .compaction_trigger(1);
+    let store = Arc::new(Store::open(
+        dir.path(),
+        StoreOptions::default().family_with("a", leveled),
+    )?);
+    let (seen, seen_rx) = channel();
+    let seen = StdMutex::new(seen);
+    {
+        // Weak: a hook that held the store would keep it open for good.
+        let weak = Arc::downgrade(&store);
+        store.inner.hooks.set("compaction::installed", move || {
+            let stats = weak.upgrade().map(|store| {
+                let stats = store.stats().map(|s| s.family("a").cloned());
+                let levels: Vec<u32> = store.tables().iter().map(|t| t.level).collect();
+                (stats, levels)
+            });
+            // Sent once the store is let go: the test drops it after.
+            if let Ok(tx) = seen.lock() {
+                let _ = tx.send(stats);
+            }
+        });
+    }
+    let installed = || -> std::result::Result<_, Box<dyn std::error::Error>> {
+        let (stats, levels) = seen_rx.recv_timeout(PATIENCE)?.ok_or("the store is open")?;
+        let stats: crate::stats::FamilyStats = stats?.ok_or("family a")?;
+        Ok((stats, levels))
+    };
+    for i in 0..20 {
+        store.put("a", format!("r{i:02}"), "c", "0")?;
+    }
+    store.flush()?;
+    // The lone level-0 file is moved whole to the last level.
+    let (moved, levels) = installed()?;
+    assert_eq!(levels, [compaction::LAST_LEVEL], "a move");
+    assert_eq!(
+        (moved.compactions, moved.compaction_bytes_written),
+        (1, 0),
+        "counted once the move is in"
+    );
+    for i in 10..30 {
+        store.put("a", format!("r{i:02}"), "c", "1")?;
+    }
+    store.flush()?;
+    // Its rows overlap the last level's: merged into it.
+    let (merged, levels) = installed()?;
+    assert_eq!(levels, [compaction::LAST_LEVEL], "a merge");
+    assert_eq!(merged.compactions, 2, "counted once the merge is in");
+    assert_eq!(
+        merged.compaction_bytes_written, merged.table_bytes,
+        "every file is the merge's output"
+    );
+    store.wait_for_background_work()?;
+    store.inner.hooks.set("compaction::installed", || {});
+    Ok(())
+}
