@@ -178,7 +178,7 @@ fn leading_time(design: &KeyDesign, range_store: bool) -> Option<Finding> {
         return None;
     };
     if !range_store {
-        let partition = &design.parts[..design.partition_len()];
+        let partition = design.parts.get(..design.partition_len()).unwrap_or_default();
         // A bucket alone: a whole hour (day, month) of writes hashes to one
         // partition. (A millisecond alone hashes to a partition of its own,
         // and the writes spread.)
