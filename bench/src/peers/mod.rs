@@ -40,6 +40,7 @@ pub mod report;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
 pub mod scale;
+pub mod space;
 pub mod workloads;
 pub mod ycsb;
 

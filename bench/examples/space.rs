@@ -1,0 +1,39 @@
+//! Where the scale run's bytes go: builds `cellar-leveled`'s store of the
+//! scale run (db_bench's 16-byte keys and 100-byte values, fillrandom then
+//! overwrite, each settled, no manual compaction) and prints, after each
+//! phase, its bytes on disk taken apart (`cellar_bench::peers::space`).
+//!
+//! `cargo run --release -p cellar-bench --example space -- --num 10000000 --dir /tmp/space`
+//! (the folder must not hold a store yet; it is kept for `cellar` to inspect).
+//! `--every N` also settles after every N writes and prints the figure there;
+//! `--trigger`, `--memtable-bytes` and `--tail-copies` change the family's
+//! options from `cellar-leveled`'s (the defaults, leveled).
+
+use std::path::PathBuf;
+
+use cellar_bench::peers::space;
+
+const USAGE: &str = "--num N --seed S --every N --dir PATH, and to try other family options: \
+                     --trigger RUNS --memtable-bytes BYTES --tail-copies true|false";
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (mut num, mut seed, mut every, mut dir) = (2_000_000u64, 1u64, 0u64, None);
+    let mut family = space::scale_family();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args.next().ok_or(format!("{arg} needs a value"))?;
+        match arg.as_str() {
+            "--num" => num = value.parse()?,
+            "--seed" => seed = value.parse()?,
+            "--every" => every = value.parse()?,
+            "--dir" => dir = Some(PathBuf::from(value)),
+            "--trigger" => family = family.compaction_trigger(value.parse()?),
+            "--memtable-bytes" => family = family.memtable_max_bytes(value.parse()?),
+            "--tail-copies" => family = family.tail_copies(value.parse()?),
+            _ => return Err(format!("unknown argument {arg}: {USAGE}").into()),
+        }
+    }
+    let dir = dir.ok_or("--dir PATH is needed (the store is kept there)")?;
+    print!("{}", space::fill_and_measure(&dir, family, num, seed, every)?);
+    Ok(())
+}

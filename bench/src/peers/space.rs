@@ -1,0 +1,402 @@
+//! Where a settled store's bytes go: the scale run's space amplification
+//! taken apart, file by file and block by block.
+//!
+//! The scale run ([`super::scale`]) prints one figure per phase: bytes on
+//! disk (logs included) / (116 B x distinct keys). This module says what
+//! those bytes are, from the files themselves (the tables' properties, the
+//! log segments record by record, the manifest) and the store's own counters:
+//!
+//! * per level: the data blocks (split into stored key bytes, values, and the
+//!   rest: entry headers, restart arrays, block trailers), the index, filter
+//!   and properties blocks and the footers;
+//! * the log segments: each one's size, records, where its last record ends,
+//!   and whether a family still needs it;
+//! * the manifest and the other small files, and any table file on disk that
+//!   the current version does not list;
+//! * the entries stored against the distinct keys: every copy beyond one per
+//!   key is a superseded version waiting for compaction to meet it.
+//!
+//! [`fill_and_measure`] builds the scale run's store (the same keys, values
+//! and options as `cellar-leveled`: fillrandom then overwrite, each settled)
+//! and prints the breakdown after each phase; [`breakdown`] measures any open
+//! store. The `space` example runs it.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use cellar_engine::inspect;
+use cellar_engine::{Compaction, FamilyOptions, Store, StoreOptions, SyncPolicy, TableInfo};
+
+use super::workloads::{disk_bytes, key, Rng, Values, VALUE_BYTES};
+use super::ENTRY_BYTES;
+use crate::error::{Error, Result};
+
+/// The family the scale run's `cellar-leveled` writes.
+const FAMILY: &str = "bench";
+
+/// The column each key's value is written under (as [`super::cellar`] does).
+const COLUMN: &[u8] = b"v";
+
+/// Bytes of a table's footer (`sstable/FORMAT.md`).
+const FOOTER_BYTES: u64 = 72;
+
+/// One level's table files, summed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LevelBytes {
+    /// The level.
+    pub level: u32,
+    /// Table files.
+    pub files: u64,
+    /// Entries stored.
+    pub entries: u64,
+    /// Bytes of the files.
+    pub bytes: u64,
+    /// Data blocks, trailers included.
+    pub data: u64,
+    /// Key bytes as stored in the data blocks (after prefix compression and
+    /// the trailer's XOR coding).
+    pub stored_keys: u64,
+    /// Full internal key bytes, before any compression.
+    pub raw_keys: u64,
+    /// Value bytes.
+    pub values: u64,
+    /// Index blocks, trailers included.
+    pub index: u64,
+    /// Filter blocks, trailers included.
+    pub filter: u64,
+    /// Properties blocks, trailers included.
+    pub properties: u64,
+    /// Footers.
+    pub footers: u64,
+}
+
+impl LevelBytes {
+    fn add(&mut self, t: &TableInfo) {
+        self.files += 1;
+        self.entries += t.entries;
+        self.bytes += t.size;
+        self.data += t.data_bytes;
+        self.stored_keys += t.stored_key_bytes;
+        self.raw_keys += t.raw_key_bytes;
+        self.values += t.raw_value_bytes;
+        self.index += t.index_bytes;
+        self.filter += t.filter_bytes;
+        self.footers += FOOTER_BYTES;
+        // What is left of the file is the properties block.
+        self.properties += t
+            .size
+            .saturating_sub(t.data_bytes + t.index_bytes + t.filter_bytes + FOOTER_BYTES);
+    }
+
+    /// Data block bytes that are neither key nor value: each entry's three
+    /// length varints, the restart arrays and the block trailers.
+    pub fn data_overhead(&self) -> u64 {
+        self.data.saturating_sub(self.stored_keys + self.values)
+    }
+}
+
+/// One log segment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogSegment {
+    /// Its number.
+    pub number: u64,
+    /// Its length.
+    pub bytes: u64,
+    /// Records that decode.
+    pub records: u64,
+    /// Writes in them.
+    pub writes: u64,
+    /// Where the last record's frame ends: bytes past it are not records.
+    pub end_of_records: u64,
+    /// Whether some family still needs it (its number is at or above the
+    /// oldest segment a family needs).
+    pub needed: bool,
+}
+
+/// Where a store's bytes go.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Breakdown {
+    /// Distinct keys (live entries: what a reader sees).
+    pub live: u64,
+    /// Entries stored, memtables and tables (every version of every key).
+    pub stored: u64,
+    /// Entries in the active memtable (held on disk by the log only).
+    pub memtable_entries: u64,
+    /// Per level, the levels that hold files, top down.
+    pub levels: Vec<LevelBytes>,
+    /// The log segments, oldest first.
+    pub logs: Vec<LogSegment>,
+    /// The live manifest's length.
+    pub manifest: u64,
+    /// Every other file: name and length (`CURRENT`, `LOCK`, old manifests, ...).
+    pub others: Vec<(String, u64)>,
+    /// Table files in a family's folder that the current version does not list.
+    pub unlisted: Vec<(String, u64)>,
+    /// Bytes of every file under the store's folder (the scale run's figure).
+    pub disk: u64,
+    /// Bytes written to disk (log, flushes, compactions) / user bytes written,
+    /// since the store was opened.
+    pub write_amp: f64,
+}
+
+impl Breakdown {
+    /// The user's bytes: 116 per distinct key.
+    pub fn user_bytes(&self) -> u64 {
+        self.live * ENTRY_BYTES
+    }
+    /// Bytes on disk / user bytes.
+    pub fn space_amp(&self) -> f64 {
+        share(self.disk, self.user_bytes())
+    }
+    /// Bytes of the tables at `level`.
+    fn level_bytes(&self, level: u32) -> u64 {
+        self.levels.iter().filter(|l| l.level == level).map(|l| l.bytes).sum()
+    }
+    /// The figure and its parts on one line, each a share of the user bytes:
+    /// level 0, the levels between it and the last, the last level (the
+    /// deepest that holds a file), the log segments and the other files.
+    pub fn summary(&self) -> String {
+        let user = self.user_bytes();
+        let of = |bytes: u64| share(bytes, user);
+        let last = self.levels.iter().map(|l| l.level).filter(|&l| l > 0).max();
+        let middle: u64 = self
+            .levels
+            .iter()
+            .filter(|l| l.level > 0 && Some(l.level) != last)
+            .map(|l| l.bytes)
+            .sum();
+        let (first, last_bytes) = (self.level_bytes(0), last.map_or(0, |l| self.level_bytes(l)));
+        let logs: u64 = self.logs.iter().map(|l| l.bytes).sum();
+        let rest = self.disk.saturating_sub(first + middle + last_bytes + logs);
+        format!(
+            "space {:.4} = level 0 {:.4} + middle levels {:.4} + last level {:.4} + logs {:.4} + rest {:.4}; \
+             superseded copies {:.4} of the keys; write amplification {:.2}",
+            self.space_amp(),
+            of(first),
+            of(middle),
+            of(last_bytes),
+            of(logs),
+            of(rest),
+            share(self.stored.saturating_sub(self.live), self.live),
+            self.write_amp,
+        )
+    }
+}
+
+fn share(bytes: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        bytes as f64 / of as f64
+    }
+}
+
+/// Measures the store `store`, open in `dir`, once its background work has settled.
+pub fn breakdown(store: &Store, dir: &Path) -> Result<Breakdown> {
+    let stats = store.stats()?;
+    let tables = store.tables();
+    let mut out = Breakdown {
+        live: stats.families.iter().map(|f| f.live_entries).sum(),
+        stored: stats.families.iter().map(|f| f.stored_entries).sum(),
+        memtable_entries: stats.families.iter().map(|f| f.memtable_entries).sum(),
+        disk: disk_bytes(dir)?,
+        write_amp: stats.write_amplification(),
+        ..Breakdown::default()
+    };
+    for t in &tables {
+        let at = match out.levels.iter().position(|l| l.level == t.level) {
+            Some(at) => at,
+            None => {
+                out.levels.push(LevelBytes {
+                    level: t.level,
+                    ..LevelBytes::default()
+                });
+                out.levels.len() - 1
+            }
+        };
+        if let Some(level) = out.levels.get_mut(at) {
+            level.add(t);
+        }
+    }
+    out.levels.sort_by_key(|l| l.level);
+    let manifest_path = inspect::live_manifest(dir)?;
+    let manifest = inspect::dump_manifest(&manifest_path)?;
+    out.manifest = manifest.file_bytes;
+    let oldest_needed = manifest.families.iter().map(|f| f.log_number).min().unwrap_or(0);
+    let listed: BTreeSet<&Path> = tables.iter().map(|t| t.path.as_path()).collect();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let path = entry.path();
+        let meta = entry.metadata().map_err(|e| Error::io(&path, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if meta.is_dir() {
+            out.unlisted.extend(unlisted_tables(&path, &listed)?);
+        } else if let Some(number) = name.strip_suffix(".log").and_then(|n| n.parse::<u64>().ok()) {
+            out.logs.push(log_segment(&path, number, number >= oldest_needed)?);
+        } else if path == manifest_path {
+            // Counted above.
+        } else {
+            out.others.push((name, meta.len()));
+        }
+    }
+    out.logs.sort_by_key(|l| l.number);
+    out.others.sort();
+    Ok(out)
+}
+
+/// The files of a family's folder that `listed` does not name, with their lengths.
+fn unlisted_tables(folder: &Path, listed: &BTreeSet<&Path>) -> Result<Vec<(String, u64)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(folder).map_err(|e| Error::io(folder, e))? {
+        let entry = entry.map_err(|e| Error::io(folder, e))?;
+        let path = entry.path();
+        if !listed.contains(path.as_path()) {
+            let len = entry.metadata().map_err(|e| Error::io(&path, e))?.len();
+            out.push((path.display().to_string(), len));
+        }
+    }
+    Ok(out)
+}
+
+fn log_segment(path: &Path, number: u64, needed: bool) -> Result<LogSegment> {
+    let dump = inspect::dump_log(path)?;
+    let last = dump.records.last();
+    Ok(LogSegment {
+        number,
+        bytes: dump.file_bytes,
+        records: dump.records.len() as u64,
+        writes: dump
+            .records
+            .iter()
+            .map(|r| r.batch.as_ref().map_or(0, |(_, ops)| ops.len() as u64))
+            .sum(),
+        // A frame is its payload behind an 8-byte header (FORMAT-log-manifest.md).
+        end_of_records: last.map_or(0, |r| r.offset + 8 + r.payload_bytes),
+        needed,
+    })
+}
+
+/// The breakdown as a table: bytes, and bytes per user byte.
+pub fn render(b: &Breakdown) -> String {
+    let user = b.user_bytes();
+    let mut out = String::new();
+    let mut row = |what: &str, bytes: u64, note: String| {
+        let _ = writeln!(out, "  {what:<34} {bytes:>14} {:>8.4}  {note}", share(bytes, user));
+    };
+    row(
+        "user bytes (116 B x distinct keys)",
+        user,
+        format!("{} distinct keys", b.live),
+    );
+    let mut tables = 0;
+    for l in &b.levels {
+        tables += l.bytes;
+        let per = |bytes: u64| share(bytes, l.entries);
+        row(
+            &format!("level {} tables", l.level),
+            l.bytes,
+            format!("{} files, {} entries, {:.2} B/entry", l.files, l.entries, per(l.bytes)),
+        );
+        row(
+            "  data: keys as stored",
+            l.stored_keys,
+            format!("{:.2} B/entry (raw {:.2})", per(l.stored_keys), per(l.raw_keys)),
+        );
+        row("  data: values", l.values, format!("{:.2} B/entry", per(l.values)));
+        row(
+            "  data: headers, restarts, trailers",
+            l.data_overhead(),
+            format!("{:.2} B/entry", per(l.data_overhead())),
+        );
+        row("  index blocks", l.index, format!("{:.2} B/entry", per(l.index)));
+        row("  filter blocks", l.filter, format!("{:.2} B/entry", per(l.filter)));
+        row("  properties blocks", l.properties, String::new());
+        row("  footers", l.footers, String::new());
+    }
+    row("all tables", tables, String::new());
+    for log in &b.logs {
+        row(
+            &format!("log {:06}.log", log.number),
+            log.bytes,
+            format!(
+                "{} records, {} writes, {:.2} B/write, records end at {}, {}",
+                log.records,
+                log.writes,
+                share(log.bytes, log.writes),
+                log.end_of_records,
+                if log.needed { "needed" } else { "NOT needed" }
+            ),
+        );
+    }
+    row("manifest", b.manifest, String::new());
+    for (name, bytes) in &b.others {
+        row(name, *bytes, String::new());
+    }
+    for (name, bytes) in &b.unlisted {
+        row(&format!("UNLISTED {name}"), *bytes, String::new());
+    }
+    row(
+        "on disk",
+        b.disk,
+        format!(
+            "space amplification {:.4}, write amplification {:.2}",
+            b.space_amp(),
+            b.write_amp
+        ),
+    );
+    let _ = writeln!(
+        out,
+        "  entries stored {} (active memtable {}), distinct keys {}: {} superseded copies ({:.4} of the keys)",
+        b.stored,
+        b.memtable_entries,
+        b.live,
+        b.stored.saturating_sub(b.live),
+        share(b.stored.saturating_sub(b.live), b.live)
+    );
+    out
+}
+
+/// The options of the scale run's `cellar-leveled` family (the defaults,
+/// leveled; [`super::cellar::Cellar::open`]).
+pub fn scale_family() -> FamilyOptions {
+    FamilyOptions::default().compaction(Compaction::LEVELED)
+}
+
+/// Builds the scale run's store in `dir` (fillrandom then overwrite of `num`
+/// keys drawn from `seed`, each phase settled, nothing flushed or compacted
+/// by hand), its family of options `family` ([`scale_family`]: those of
+/// `cellar-leveled`), and returns each phase's breakdown. With
+/// `every` > 0 it also settles after every `every` writes and adds a
+/// [`Breakdown::summary`] line: the figure at that stopping point, to show how
+/// it moves with where the writes stop. (Pausing to settle lets compaction
+/// catch up earlier than an unpaused run would, so the later figures are
+/// close to, not exactly, the unpaused run's.)
+pub fn fill_and_measure(dir: &Path, family: FamilyOptions, num: u64, seed: u64, every: u64) -> Result<String> {
+    let store = Store::open(
+        dir,
+        StoreOptions::default()
+            .sync(SyncPolicy::Never)
+            .family_with(FAMILY, family),
+    )?;
+    // The scale run's generators, drawn in its order: the same keys and values.
+    let mut rng = Rng::new(seed);
+    let mut values = Values::new(&mut rng);
+    let mut out = String::new();
+    for phase in ["fillrandom", "overwrite"] {
+        for i in 1..=num {
+            let k = rng.below(num);
+            store.put(FAMILY, key(k), COLUMN, values.next(VALUE_BYTES))?;
+            if every > 0 && i % every == 0 && i < num {
+                store.wait_for_background_work()?;
+                let _ = writeln!(out, "{phase} {i}: {}", breakdown(&store, dir)?.summary());
+            }
+        }
+        store.wait_for_background_work()?;
+        let b = breakdown(&store, dir)?;
+        let _ = writeln!(out, "{phase}, settled:");
+        out.push_str(&render(&b));
+        let _ = writeln!(out, "  {}", b.summary());
+    }
+    Ok(out)
+}
