@@ -400,3 +400,81 @@ pub fn fill_and_measure(dir: &Path, family: FamilyOptions, num: u64, seed: u64, 
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small leveled store: 6,000 puts over 2,000 keys, flushed every
+    /// 1,000 entries, settled.
+    fn small_store(dir: &Path) -> Result<(Store, u64)> {
+        let family = scale_family().memtable_max_entries(1000);
+        let store = Store::open(
+            dir,
+            StoreOptions::default()
+                .sync(SyncPolicy::Never)
+                .family_with(FAMILY, family),
+        )?;
+        let mut rng = Rng::new(7);
+        let mut values = Values::new(&mut rng);
+        let mut distinct = BTreeSet::new();
+        for _ in 0..6000 {
+            let k = rng.below(2000);
+            distinct.insert(k);
+            store.put(FAMILY, key(k), COLUMN, values.next(VALUE_BYTES))?;
+        }
+        store.wait_for_background_work()?;
+        Ok((store, distinct.len() as u64))
+    }
+
+    #[test]
+    fn breakdown_accounts_for_every_byte_and_every_entry() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let (store, distinct) = small_store(dir.path())?;
+        let b = breakdown(&store, dir.path())?;
+        assert_eq!(b.live, distinct);
+        let tables: u64 = b.levels.iter().map(|l| l.bytes).sum();
+        let logs: u64 = b.logs.iter().map(|l| l.bytes).sum();
+        let others: u64 = b.others.iter().chain(&b.unlisted).map(|(_, bytes)| bytes).sum();
+        assert_eq!(b.disk, tables + logs + b.manifest + others, "{b:#?}");
+        // Every stored entry is in a table or the active memtable (settled: nothing frozen).
+        let in_tables: u64 = b.levels.iter().map(|l| l.entries).sum();
+        assert_eq!(b.stored, in_tables + b.memtable_entries);
+        assert!(b.stored > b.live, "6,000 puts over 2,000 keys leave superseded copies");
+        // A table's parts add up to it: the properties block is what is left, and small.
+        for l in &b.levels {
+            assert_eq!(l.bytes, l.data + l.index + l.filter + l.properties + l.footers);
+            assert!(l.properties > 0 && l.properties < 200 * l.files, "{l:?}");
+            assert_eq!(l.values, l.entries * VALUE_BYTES as u64);
+        }
+        // One log segment, the one the memtable needs, all records, no unused tail.
+        assert_eq!(b.logs.len(), 1, "{:?}", b.logs);
+        let log = b.logs.first().ok_or_else(|| Error::Peer("no log segment".into()))?;
+        assert!(log.needed);
+        assert_eq!(log.end_of_records, log.bytes);
+        assert_eq!(log.writes, b.memtable_entries);
+        assert!(b.unlisted.is_empty(), "{:?}", b.unlisted);
+        Ok(())
+    }
+
+    #[test]
+    fn summary_names_the_last_level_only_when_one_holds_files() {
+        let only_level_0 = Breakdown {
+            live: 10,
+            disk: 1160,
+            levels: vec![LevelBytes {
+                level: 0,
+                bytes: 1160,
+                ..LevelBytes::default()
+            }],
+            ..Breakdown::default()
+        };
+        assert!(
+            only_level_0
+                .summary()
+                .starts_with("space 1.0000 = level 0 1.0000 + middle levels 0.0000 + last level 0.0000 + logs 0.0000"),
+            "{}",
+            only_level_0.summary()
+        );
+    }
+}
