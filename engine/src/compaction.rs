@@ -38,20 +38,33 @@
 //! * **Major** compaction merges every run of a family into one run (at the
 //!   last level, for a leveled family), split into files of the target size.
 //!
-//! Where a settled leveled family's bytes go, measured after 10M random puts
-//! of db_bench's shape (16-byte keys, 100-byte values; 6.32M distinct keys)
-//! and after 10M more (8.65M), once no flush or compaction had work left:
-//! 1.19 and 1.20 times the user bytes. The table format stores about 124
-//! bytes per 116 of data (entry headers, key trailers, the index, the bloom
-//! filter's 10 bits per key): 0.065. The active memtable's log: 0.054 and
-//! 0.027. Copies of a row superseded by a newer one, in level 0 (two
-//! flushes, then one: under the trigger of four) and in the level above the
-//! last (under its target of a tenth of the last): 0.082 and 0.109. The last
-//! level alone would be 1.065. None of it is a file kept too long: it is the
-//! shape of the tree, and fewer copies cost writes (a trigger of 2 or a
-//! 32 MiB memtable merged level 0 twice as often: 1.10 to 1.11 after the
-//! fill, 1.18 after the overwrite, for about 1.3 to 1.4 times the bytes
-//! written).
+//! Where a settled leveled family's bytes go, taken apart file by file by
+//! `cargo run --release -p cellar-bench --example space -- --num 10000000
+//! --dir DIR` (`bench/src/peers/space.rs`): after 10M random puts of
+//! db_bench's shape (16-byte keys, 100-byte values; 6.32M distinct keys) and
+//! after 10M more (8.65M), once no flush or compaction had work left, 1.185
+//! and 1.213 times the user bytes. The last level stores 123.4 bytes per
+//! entry against 116 of data: the key as stored 18.1 (the row's last bytes,
+//! the column and its separators, the timestamp as an XOR; sequence numbers
+//! are zeroed there), entry headers, restarts and block trailers 3.6, the
+//! index 0.35, the bloom filter's 10 bits per row 1.25. So the last level
+//! alone would be 1.064. Above it, after the fill and after the overwrite:
+//! level 0 0.164 and 0.080 (three flushes, then two, under the trigger of
+//! four; 127 bytes per entry, their sequence numbers not yet zeroed), the
+//! base level 0.023 and 0.078 (under its target of a tenth of the last), the
+//! active memtable's log 0.011 and 0.017 (145 bytes per write); the manifest
+//! a few tens of KB. Nothing else: no log segment past its use, no unused
+//! tail, no table file the version does not list. The figure is where the
+//! writes stopped: settled after every million writes (`--every 1000000`),
+//! the same run gave 1.08 to 1.19 during the fill and 1.13 to 1.26 during
+//! the overwrite, as level 0 fills to three runs and empties, the base level
+//! to its target and the log to a full memtable (about 0.046 at this size).
+//! Fewer copies cost writes: a trigger of 2 gave 1.112 and 1.136, a 32 MiB
+//! memtable 1.130 and 1.114, for write amplification of about 8.7 and 9.6
+//! against 6.1 and 7.0; and neither bounds the figure (1.19 at some stopping
+//! points of the overwrite), because a full memtable's log (0.046) or a full
+//! base level (0.10) alone is more than the 0.036 between the last level and
+//! 1.10.
 //!
 //! Which files to merge is decided by [`choose`], a pure function of the
 //! files' levels, runs, sizes and row ranges ([`FileShape`]), so each policy
@@ -236,6 +249,16 @@ pub fn tier(run_sizes: &[u64], trigger: usize) -> Option<Range<usize>> {
 /// levels above it are not used (target 0). A small family so merges level 0
 /// straight into the last level; the base moves up a level each time the
 /// data grows `multiplier` times. (RocksDB's `level_compaction_dynamic_level_bytes`.)
+///
+/// RocksDB (`VersionStorageInfo::CalculateBaseBytes`) picks the same base
+/// level, then raises every level's target to at least `base_bytes` (and to
+/// level 0's size), so that no level is smaller than level 0 and level 0
+/// always wins the race for the compaction thread. cellar leaves that floor
+/// out: its base level holds `1 / multiplier` of the level below and no more.
+/// With 1 GB in the last level, RocksDB lets level 5 hold 256 MiB (a quarter
+/// of it, superseded copies mostly) where cellar lets it hold 100 MB: fewer
+/// superseded copies above the last level, for smaller and more frequent
+/// merges into it. Level 0 still compacts on its run count, as before.
 pub fn level_targets(
     sizes: &[u64; LEVELS as usize],
     base_bytes: u64,
