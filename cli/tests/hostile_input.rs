@@ -492,3 +492,24 @@ fn help_that_cannot_be_written_is_a_failure() -> Result {
     }
     Ok(())
 }
+
+/// A `--dir` below a file: it was "I/O error on F/store: File exists (os
+/// error 17)", naming the folder to make and the wrong error (the file is
+/// what exists, and it is not a folder).
+#[test]
+fn a_store_folder_below_a_file_names_the_file() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let file = tmp.path().join("notes.txt");
+    std::fs::write(&file, "not a folder")?;
+    let dir = file.join("store");
+    assert_eq!(
+        fails(&dir, &["create", "--family", "books"])?,
+        format!(
+            "cellar: I/O error on {}: {} is a file, not a folder\n",
+            dir.display(),
+            file.display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&file)?, "not a folder");
+    Ok(())
+}
