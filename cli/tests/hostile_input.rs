@@ -513,3 +513,50 @@ fn a_store_folder_below_a_file_names_the_file() -> Result {
     assert_eq!(std::fs::read_to_string(&file)?, "not a folder");
     Ok(())
 }
+
+/// A manifest with no record does not open (the first record is the
+/// snapshot a store starts it with); `dump-manifest` said it was fine, with
+/// an empty state.
+#[test]
+fn dump_manifest_of_a_manifest_without_records_fails_as_opening_does() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    let manifest = dir.join(std::fs::read_to_string(dir.join("CURRENT"))?.trim_end());
+    let refused = format!(
+        "cellar: {}: the manifest holds no records: it starts with a snapshot of the store, so a store \
+         does not open without one\n",
+        manifest.display()
+    );
+    // Emptied, and cut inside its first record (a torn tail and nothing else).
+    let bytes = std::fs::read(&manifest)?;
+    for cut in [0, 5] {
+        std::fs::write(&manifest, bytes.get(..cut).ok_or("short manifest")?)?;
+        assert_eq!(fails(dir, &["dump-manifest"])?, refused, "cut at {cut}");
+        assert!(fails(dir, &["--read-only", "count", "books"])?.contains("the manifest holds no records"));
+    }
+    Ok(())
+}
+
+/// A table file given to the log or manifest dump: each read it as one
+/// record cut short, "the end of an interrupted write, which opening drops",
+/// and succeeded.
+#[test]
+fn dump_log_and_dump_manifest_refuse_a_table_file_and_name_the_dump_for_it() -> Result {
+    let tmp = book_store()?;
+    ok(tmp.path(), &["flush"])?;
+    let table = std::fs::read_dir(tmp.path().join("books"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .ok_or("no table file")?;
+    let path = table.to_str().ok_or("path")?;
+    for (command, what) in [("dump-log", "a log segment"), ("dump-manifest", "a manifest")] {
+        let output = assert_cmd::Command::new(common::bin()).args([command, path]).output()?;
+        assert_eq!(output.status.code(), Some(1), "{command}");
+        assert_eq!(String::from_utf8(output.stdout)?, "", "{command}");
+        assert_eq!(
+            String::from_utf8(output.stderr)?,
+            format!("cellar: {path} is a cellar table file, not {what}: `cellar dump {path}` decodes it\n")
+        );
+    }
+    Ok(())
+}
