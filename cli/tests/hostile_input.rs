@@ -560,3 +560,22 @@ fn dump_log_and_dump_manifest_refuse_a_table_file_and_name_the_dump_for_it() -> 
     }
     Ok(())
 }
+
+/// `--flush-rows 0` and `--max-rows 0` were taken as 1, and the report
+/// said "flush 1 rows": a setting the user did not give.
+#[test]
+fn keys_refuses_a_region_size_of_zero_rows_rather_than_taking_one() -> Result {
+    for (switch, policy) in [("--flush-rows", "stepping"), ("--max-rows", "constant"), ("--max-rows", "bigtable")] {
+        let output = assert_cmd::Command::new(common::bin())
+            .args(["keys", "--key", "field(customer)", "--writes", "10", "--policy", policy, switch, "0"])
+            .output()?;
+        assert_eq!(output.status.code(), Some(1), "{switch} {policy}");
+        assert_eq!(String::from_utf8(output.stdout)?, "");
+        assert_eq!(
+            String::from_utf8(output.stderr)?,
+            "cellar: invalid setting: flush and split sizes must be at least 1 row\n",
+            "{switch} {policy}"
+        );
+    }
+    Ok(())
+}
