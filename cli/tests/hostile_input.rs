@@ -579,3 +579,25 @@ fn keys_refuses_a_region_size_of_zero_rows_rather_than_taking_one() -> Result {
     }
     Ok(())
 }
+
+/// `--partition-parts` past the key's value parts was taken as "the whole
+/// key", and the report went on with a partition key the user did not give.
+#[test]
+fn keys_refuses_more_partition_parts_than_the_key_has() -> Result {
+    let output = assert_cmd::Command::new(common::bin())
+        .args(["keys", "--key", "field(customer) \"#\" field(order_id)", "--writes", "10"])
+        .args(["--store", "hashed", "--partition-parts", "3"])
+        .output()?;
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8(output.stdout)?, "");
+    assert_eq!(
+        String::from_utf8(output.stderr)?,
+        "cellar: invalid setting: the partition key is the first 3 value parts, and the key has 2\n"
+    );
+    let whole = ok_on_file(&[
+        "keys", "--key", "field(customer) \"#\" field(order_id)", "--writes", "10", "--store", "hashed",
+        "--partition-parts", "2",
+    ])?;
+    assert!(whole.starts_with("key: field(customer) \"#\" field(order_id) |\n"), "{whole}");
+    Ok(())
+}
