@@ -201,6 +201,9 @@ impl Session {
             None => return Ok(Next::Go),
             Some(w) if w.starts_with('#') => return Ok(Next::Go),
             Some("exit" | "quit") => return Ok(Next::Stop),
+            Some(name @ ("repair" | "lesson" | "keys" | "shell")) => {
+                return Err(not_in_the_shell(name, &self.ctx.dir).into());
+            }
             Some("help") if words.len() == 1 => {
                 let mut help = Line::command().help_template("{subcommands}");
                 writeln!(out, "{}", help.render_help())?;
@@ -280,6 +283,22 @@ impl Session {
     fn fail(&mut self, message: &str) {
         self.failures += 1;
         let _ = writeln!(std::io::stderr(), "cellar: {message}");
+    }
+}
+
+/// Why a command of `cellar` that is no store command is not one of its
+/// shell, and where to run it (clap would only call it unrecognized, with a
+/// tip naming a store command that happens to look like it).
+fn not_in_the_shell(name: &str, dir: &std::path::Path) -> String {
+    match name {
+        // It needs the store's lock, which this shell holds.
+        "repair" => format!(
+            "`repair` is not a shell command: it rebuilds a store that does not open; run \
+             `cellar --dir {} repair` with this shell closed",
+            dir.display()
+        ),
+        "shell" => "`shell` is not a shell command: this is the shell".to_string(),
+        _ => format!("`{name}` is not a shell command: run `cellar {name}` outside the shell"),
     }
 }
 
