@@ -289,7 +289,10 @@ mod tests {
                 Some(format!("duration {text:?} is over 64 bits of milliseconds")),
             );
         }
-        assert!(parse_duration("213503982334d").is_ok(), "the largest whole number of days");
+        assert!(
+            parse_duration("213503982334d").is_ok(),
+            "the largest whole number of days"
+        );
         assert_eq!(
             parse_duration("d").err().map(|e| e.to_string()),
             Some("duration \"d\": write a number and a unit, as 90s, 30m, 12h or 7d".to_string())

@@ -565,9 +565,23 @@ fn dump_log_and_dump_manifest_refuse_a_table_file_and_name_the_dump_for_it() -> 
 /// said "flush 1 rows": a setting the user did not give.
 #[test]
 fn keys_refuses_a_region_size_of_zero_rows_rather_than_taking_one() -> Result {
-    for (switch, policy) in [("--flush-rows", "stepping"), ("--max-rows", "constant"), ("--max-rows", "bigtable")] {
+    for (switch, policy) in [
+        ("--flush-rows", "stepping"),
+        ("--max-rows", "constant"),
+        ("--max-rows", "bigtable"),
+    ] {
         let output = assert_cmd::Command::new(common::bin())
-            .args(["keys", "--key", "field(customer)", "--writes", "10", "--policy", policy, switch, "0"])
+            .args([
+                "keys",
+                "--key",
+                "field(customer)",
+                "--writes",
+                "10",
+                "--policy",
+                policy,
+                switch,
+                "0",
+            ])
             .output()?;
         assert_eq!(output.status.code(), Some(1), "{switch} {policy}");
         assert_eq!(String::from_utf8(output.stdout)?, "");
@@ -585,7 +599,13 @@ fn keys_refuses_a_region_size_of_zero_rows_rather_than_taking_one() -> Result {
 #[test]
 fn keys_refuses_more_partition_parts_than_the_key_has() -> Result {
     let output = assert_cmd::Command::new(common::bin())
-        .args(["keys", "--key", "field(customer) \"#\" field(order_id)", "--writes", "10"])
+        .args([
+            "keys",
+            "--key",
+            "field(customer) \"#\" field(order_id)",
+            "--writes",
+            "10",
+        ])
         .args(["--store", "hashed", "--partition-parts", "3"])
         .output()?;
     assert_eq!(output.status.code(), Some(1));
@@ -595,9 +615,19 @@ fn keys_refuses_more_partition_parts_than_the_key_has() -> Result {
         "cellar: invalid setting: the partition key is the first 3 value parts, and the key has 2\n"
     );
     let whole = ok_on_file(&[
-        "keys", "--key", "field(customer) \"#\" field(order_id)", "--writes", "10", "--store", "hashed",
-        "--partition-parts", "2",
+        "keys",
+        "--key",
+        "field(customer) \"#\" field(order_id)",
+        "--writes",
+        "10",
+        "--store",
+        "hashed",
+        "--partition-parts",
+        "2",
     ])?;
-    assert!(whole.starts_with("key: field(customer) \"#\" field(order_id) |\n"), "{whole}");
+    assert!(
+        whole.starts_with("key: field(customer) \"#\" field(order_id) |\n"),
+        "{whole}"
+    );
     Ok(())
 }

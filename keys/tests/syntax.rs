@@ -216,9 +216,17 @@ fn a_partition_key_that_ends_at_the_last_part_prints_its_bar() -> Result<(), Err
 fn a_character_an_argument_cannot_hold_is_named() {
     for (text, offset, what) in [
         ("field(customér)", 12, "expected ',' or ')', found 'é'"),
-        ("const(é)", 6, "expected an argument (a name, a number or a \"quoted\" string), found 'é'"),
+        (
+            "const(é)",
+            6,
+            "expected an argument (a name, a number or a \"quoted\" string), found 'é'",
+        ),
         ("pad(a,4", 7, "expected ',' or ')', found the end of the key"),
-        ("pad(", 4, "expected an argument (a name, a number or a \"quoted\" string), found the end of the key"),
+        (
+            "pad(",
+            4,
+            "expected an argument (a name, a number or a \"quoted\" string), found the end of the key",
+        ),
     ] {
         match parse(text) {
             Err(Error::Syntax { offset: at, what: said }) => {
