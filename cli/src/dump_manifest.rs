@@ -36,7 +36,10 @@ pub fn run(args: &Args, dir: &std::path::Path, out: &mut dyn Write) -> Result<()
             crate::dump::not_a_table(file, "a manifest")?;
             file.clone()
         }
-        None => inspect::live_manifest(dir)?,
+        None => {
+            crate::store_cmds::check_not_a_file(dir)?;
+            inspect::live_manifest(dir)?
+        }
     };
     let dump = inspect::dump_manifest(&path)?;
     // Names by id from every record, so a family dropped since keeps its name.

@@ -631,3 +631,23 @@ fn keys_refuses_more_partition_parts_than_the_key_has() -> Result {
     );
     Ok(())
 }
+
+/// `--dir` naming a file: the store commands said "FILE is a file, not a
+/// folder"; `dump-manifest` said "I/O error on FILE/CURRENT: Not a
+/// directory (os error 20)" and `repair` "FILE is not a cellar store (no
+/// CURRENT file)".
+#[test]
+fn every_command_that_takes_dir_says_alike_that_it_names_a_file() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let file = tmp.path().join("notes.txt");
+    std::fs::write(&file, "not a store")?;
+    let said = format!(
+        "cellar: {} is a file, not a folder: --dir names the folder of a store\n",
+        file.display()
+    );
+    for args in [&["get", "books", "r"][..], &["dump-manifest"], &["repair"]] {
+        assert_eq!(fails(&file, args)?, said, "{args:?}");
+    }
+    assert_eq!(std::fs::read_to_string(&file)?, "not a store");
+    Ok(())
+}
