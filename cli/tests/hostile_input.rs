@@ -651,3 +651,36 @@ fn every_command_that_takes_dir_says_alike_that_it_names_a_file() -> Result {
     assert_eq!(std::fs::read_to_string(&file)?, "not a store");
     Ok(())
 }
+
+/// `lesson --dir` naming a file said "F/append-only: Not a directory (os
+/// error 20)"; and `lesson all` whose third lesson's folder was not empty
+/// ran the first two lessons (and left their stores) before refusing.
+#[test]
+fn lesson_checks_every_folder_it_will_build_in_before_it_starts() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let file = tmp.path().join("notes.txt");
+    std::fs::write(&file, "not a folder")?;
+    assert_eq!(
+        fails(&file, &["lesson", "append-only"])?,
+        format!(
+            "cellar: {} is a file, not a folder: --dir names the folder the lesson stores are kept in\n",
+            file.display()
+        )
+    );
+    let kept = tmp.path().join("kept");
+    std::fs::create_dir_all(kept.join("layout"))?;
+    std::fs::write(kept.join("layout").join("old.txt"), "an earlier run")?;
+    assert_eq!(
+        fails(&kept, &["lesson", "all"])?,
+        format!(
+            "cellar: {} is not empty: a lesson builds its store in an empty folder\n",
+            kept.join("layout").display()
+        )
+    );
+    let mut left: Vec<String> = std::fs::read_dir(&kept)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()?;
+    left.sort();
+    assert_eq!(left, ["layout"], "no lesson ran");
+    Ok(())
+}
