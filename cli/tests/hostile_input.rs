@@ -684,3 +684,22 @@ fn lesson_checks_every_folder_it_will_build_in_before_it_starts() -> Result {
     assert_eq!(left, ["layout"], "no lesson ran");
     Ok(())
 }
+
+/// A byte argument that is not UTF-8 (a shell's `$'\xff'`) was clap's
+/// "invalid UTF-8 was detected in one or more arguments", which does not
+/// say how to write the byte; the shell's lines already did.
+#[cfg(unix)]
+#[test]
+fn an_argument_that_is_not_utf8_says_how_to_write_its_bytes() -> Result {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = book_store()?;
+    let row = std::ffi::OsStr::from_bytes(b"book\xFF");
+    let output = cellar(tmp.path()).args(["get", "books"]).arg(row).output()?;
+    assert_eq!(output.status.code(), Some(2), "a usage error");
+    assert_eq!(String::from_utf8(output.stdout)?, "");
+    assert_eq!(
+        String::from_utf8(output.stderr)?,
+        "cellar: an argument is not UTF-8 text: write such bytes as \\xNN escapes (book\\xFF)\n"
+    );
+    Ok(())
+}
