@@ -137,10 +137,7 @@ fn not_utf8_exit() -> ExitCode {
         .find(|a| a.to_str().is_none())
         .map(|a| format!(" ({})", format::escape(a.as_encoded_bytes())))
         .unwrap_or_default();
-    let _ = writeln!(
-        std::io::stderr(),
-        "cellar: an argument is not UTF-8 text: write such bytes as \\xNN escapes{shown}"
-    );
+    let _ = writeln!(std::io::stderr(), "cellar: an argument {}{shown}", format::NOT_UTF8);
     ExitCode::from(2)
 }
 

@@ -29,6 +29,7 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
 use rustyline::{CompletionType, Config, Editor, Helper};
 
+use crate::format::NOT_UTF8;
 use crate::opened::Opened;
 use crate::store_cmds::{self, Context, StoreCommand, Switch};
 use crate::{families, is_broken_pipe, took, Error};
@@ -79,9 +80,6 @@ pub fn run(ctx: &Context, time: bool) -> Result<(), Error> {
         n => Err(format!("{n} command(s) failed").into()),
     }
 }
-
-/// What the shell says of a line that is not UTF-8.
-const NOT_UTF8: &str = "is not UTF-8 text: write such bytes as \\xNN escapes";
 
 struct Session {
     ctx: Context,

@@ -300,3 +300,24 @@ fn a_json_document_spread_over_lines_is_named_as_such() -> Result {
     assert_eq!(rows(dir)?, "0 row(s)");
     Ok(())
 }
+
+/// A file that is not text (a table file, a compressed export) said
+/// "line 1: stream did not contain valid UTF-8", the reader's words.
+#[test]
+fn a_file_that_is_not_text_is_named_as_such() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "t"])?;
+    let file = dir.join("cells.csv.gz");
+    std::fs::write(&file, b"r,c,v\n\x1f\x8b\x08\x00\xff\n")?;
+    assert_eq!(
+        fails(dir, &["load", "t", file.to_str().ok_or("path")?])?,
+        format!(
+            "cellar: {} line 2 is not UTF-8 text: write such bytes as \\xNN escapes \
+             (load reads CSV or JSON lines)\n",
+            file.display()
+        )
+    );
+    assert_eq!(rows(dir)?, "0 row(s)");
+    Ok(())
+}
