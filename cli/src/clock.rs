@@ -183,7 +183,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, Error> {
     let bad = || format!("duration {text:?}: write a number and a unit, as 90s, 30m, 12h or 7d");
     let split = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
     let (digits, unit) = t.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| bad())?;
+    if digits.is_empty() {
+        return Err(bad().into());
+    }
     let unit_ms: u64 = match unit {
         "ms" => 1,
         "s" => 1000,
@@ -192,7 +194,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, Error> {
         "d" => 86_400_000,
         _ => return Err(bad().into()),
     };
-    let ms = n.checked_mul(unit_ms).ok_or_else(bad)?;
+    let too_large = || format!("duration {text:?} is over 64 bits of milliseconds");
+    // Only digits: parsing fails only past u64.
+    let n: u64 = digits.parse().map_err(|_| too_large())?;
+    let ms = n.checked_mul(unit_ms).ok_or_else(too_large)?;
     if ms == 0 {
         return Err(format!("duration {text:?} is zero").into());
     }
@@ -272,5 +277,25 @@ mod tests {
         assert_eq!(duration_text(Duration::from_secs(90)), "90s");
         assert_eq!(duration_text(Duration::from_millis(1500)), "1500ms");
         Ok(())
+    }
+
+    /// A number and a unit too large for 64 bits of milliseconds was told
+    /// to "write a number and a unit", which it had.
+    #[test]
+    fn a_duration_past_64_bits_of_milliseconds_says_so() {
+        for text in ["213503982335d", "99999999999999999999s"] {
+            assert_eq!(
+                parse_duration(text).err().map(|e| e.to_string()),
+                Some(format!("duration {text:?} is over 64 bits of milliseconds")),
+            );
+        }
+        assert!(
+            parse_duration("213503982334d").is_ok(),
+            "the largest whole number of days"
+        );
+        assert_eq!(
+            parse_duration("d").err().map(|e| e.to_string()),
+            Some("duration \"d\": write a number and a unit, as 90s, 30m, 12h or 7d".to_string())
+        );
     }
 }

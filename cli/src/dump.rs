@@ -65,6 +65,23 @@ pub fn open_file(path: &std::path::Path, what: &str) -> Result<std::fs::Metadata
     Ok(meta)
 }
 
+/// Refuses a table file given to a command that decodes another kind of
+/// file (`what`): read as log records, its bytes are damage, or, when its
+/// first bytes frame a record longer than the file, a torn tail (the end of
+/// an interrupted write) and a success that hides the mistake. A file that
+/// opens as a table (its footer's magic number and handles check out) is one.
+pub fn not_a_table(path: &std::path::Path, what: &str) -> Result<(), Error> {
+    if Table::open(path).is_ok() {
+        return Err(format!(
+            "{} is a cellar table file, not {what}: `cellar dump {}` decodes it",
+            path.display(),
+            path.display()
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// Prints the dump; fails if any checksum does not match.
 pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
     open_file(&args.file, "a table file (<store>/<family>/<number>.sst)")?;

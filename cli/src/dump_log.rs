@@ -10,7 +10,8 @@
 //! it cannot be read). Bytes that do not decode, and records that frame but
 //! are not a write batch, are listed with the reason; damage other than a
 //! torn tail (the end of an interrupted write, which opening drops) makes the
-//! command fail. Nothing is locked or written.
+//! command fail. A table file is refused with the command that reads it.
+//! Nothing is locked or written.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -32,6 +33,7 @@ pub struct Args {
 /// Prints the segment; fails if part of it is damaged (a torn tail aside).
 pub fn run(args: &Args, human: bool, out: &mut dyn Write) -> Result<(), Error> {
     crate::dump::open_file(&args.file, "a log segment (<store>/<number>.log)")?;
+    crate::dump::not_a_table(&args.file, "a log segment")?;
     let dump = inspect::dump_log(&args.file)?;
     let names = family_names(&args.file);
     writeln!(

@@ -6,7 +6,9 @@
 //! and compactions, the oldest log segment each family still needs), and
 //! replaying them in order gives the state a store opens with, printed last.
 //! Without FILE, the manifest the store's `CURRENT` names. Damage other than
-//! a torn tail makes the command fail. Nothing is locked or written.
+//! a torn tail makes the command fail, and so does a manifest without a
+//! record, which a store does not open with. A table file is refused with
+//! the command that reads it. Nothing is locked or written.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -31,9 +33,13 @@ pub fn run(args: &Args, dir: &std::path::Path, out: &mut dyn Write) -> Result<()
     let path = match &args.file {
         Some(file) => {
             crate::dump::open_file(file, "a manifest (<store>/MANIFEST-<number>)")?;
+            crate::dump::not_a_table(file, "a manifest")?;
             file.clone()
         }
-        None => inspect::live_manifest(dir)?,
+        None => {
+            crate::store_cmds::check_not_a_file(dir)?;
+            inspect::live_manifest(dir)?
+        }
     };
     let dump = inspect::dump_manifest(&path)?;
     // Names by id from every record, so a family dropped since keeps its name.
@@ -113,6 +119,17 @@ pub fn run(args: &Args, dir: &std::path::Path, out: &mut dyn Write) -> Result<()
             files.join(" "),
             f.log_number
         )?;
+    }
+    // Opening refuses such a manifest (a torn tail alone leaves none): its
+    // first record is the snapshot `create` and `rewrite` fsync before
+    // `CURRENT` names the file.
+    if dump.records.is_empty() {
+        return Err(format!(
+            "{}: the manifest holds no records: it starts with a snapshot of the store, so a store does not \
+             open without one",
+            path.display()
+        )
+        .into());
     }
     let bad =
         dump.damage.iter().filter(|d| !d.torn).count() + dump.records.iter().filter(|r| r.problem.is_some()).count();

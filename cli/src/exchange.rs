@@ -212,7 +212,17 @@ pub fn json_line(e: &Entry) -> String {
 }
 
 fn json_entries(line: &str) -> Result<Vec<Entry>, Error> {
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let value: Value = serde_json::from_str(line).map_err(|e| {
+        // The line ended inside a value: most likely a document printed over
+        // several lines, which is JSON but not JSON lines.
+        if e.is_eof() {
+            "a JSON value that does not end on its line: load reads JSON lines, one cell, row or array of \
+             them per line (`jq -c` writes them)"
+                .to_string()
+        } else {
+            format!("not JSON: {e}")
+        }
+    })?;
     let mut entries = Vec::new();
     match value {
         Value::Object(object) => object_entries(&object, &mut entries)?,

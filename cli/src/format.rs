@@ -18,6 +18,11 @@ use serde_json::{json, Value};
 
 use crate::Error;
 
+/// What the shell, the command line and `load` say of text that is not
+/// UTF-8, after naming it ("line 3 ", "an argument "): bytes are written as
+/// escapes everywhere.
+pub const NOT_UTF8: &str = "is not UTF-8 text: write such bytes as \\xNN escapes";
+
 /// Shows `bytes` as text, escaping every byte that is not printable ASCII
 /// (and the backslash itself, so that the result parses back unchanged).
 pub fn escape(bytes: &[u8]) -> String {

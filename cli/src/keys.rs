@@ -139,7 +139,8 @@ fn parse_span(text: &str) -> Result<u64, Error> {
 }
 
 fn model(args: &Args) -> Result<StoreModel, Error> {
-    let (flush_rows, max_rows) = (args.flush_rows.max(1), args.max_rows.max(1));
+    // A size of 0 is refused by the simulation, with the reason.
+    let (flush_rows, max_rows) = (args.flush_rows, args.max_rows);
     let policy = args.policy.unwrap_or(match args.store {
         StoreKind::Range => Policy::Stepping,
         StoreKind::Hashed => Policy::Ring,

@@ -80,6 +80,36 @@ impl Which {
     }
 }
 
+/// Refuses a `--dir` that is a file, or that holds a non-empty folder for
+/// one of the lessons to run, before any lesson starts (each lesson checks
+/// its own folder too, but only when its turn comes, after the lessons
+/// before it have run and kept their stores).
+fn check_folders(dir: &Path, lessons: &[Which]) -> Result<(), Error> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "{} is a file, not a folder: --dir names the folder the lesson stores are kept in",
+            dir.display()
+        )
+        .into());
+    }
+    for which in lessons {
+        let folder = dir.join(which.name());
+        let empty = match std::fs::read_dir(&folder) {
+            Ok(mut entries) => entries.next().is_none(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(_) => false,
+        };
+        if !empty {
+            return Err(format!(
+                "{} is not empty: a lesson builds its store in an empty folder",
+                folder.display()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// Runs the chosen lessons and prints their tables on stdout. With `dir` (the
 /// global `--dir`, which the store commands share) the stores are kept there,
 /// one subfolder per lesson, which must be empty or absent.
@@ -91,6 +121,9 @@ pub fn run(args: &Args, dir: Option<&Path>, json: bool) -> Result<(), Error> {
     }
     if let Some(path) = &args.report {
         crate::picture::check_report_path(path)?;
+    }
+    if let Some(dir) = dir {
+        check_folders(dir, &args.which.selected())?;
     }
     let temporary = match dir {
         Some(_) => None,

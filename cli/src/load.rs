@@ -189,7 +189,15 @@ fn each_entry(
     let (mut puts, mut deletions) = (0u64, 0u64);
     for (i, line) in input.reader()?.lines().enumerate() {
         let n = i + 1;
-        let line = line.map_err(|e| format!("{} line {n}: {e}", path.display()))?;
+        let line = line.map_err(|e| match e.kind() {
+            // A binary file (a table, a compressed export) fails here.
+            std::io::ErrorKind::InvalidData => format!(
+                "{} line {n} {} (load reads CSV or JSON lines)",
+                path.display(),
+                crate::format::NOT_UTF8
+            ),
+            _ => format!("{} line {n}: {e}", path.display()),
+        })?;
         bar.inc(line.len() as u64 + 1);
         let text = if n == 1 { exchange::strip_bom(&line) } else { &line };
         // A CRLF file's lines end with \r; spaces around a field are data.

@@ -98,6 +98,7 @@ fn main() -> ExitCode {
         .and_then(|matches| Cli::from_arg_matches(&matches));
     let cli = match parsed {
         Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidUtf8 => return not_utf8_exit(),
         Err(e) => return usage_exit(&e),
     };
     match run(cli) {
@@ -125,6 +126,19 @@ fn usage_exit(e: &clap::Error) -> ExitCode {
         }
         _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
     }
+}
+
+/// Says which argument is not UTF-8 and how to write its bytes (clap says
+/// only that one is), with clap's exit status for a usage error. Rows,
+/// columns and values are text with `\xNN` escapes, as in the shell.
+fn not_utf8_exit() -> ExitCode {
+    let shown = std::env::args_os()
+        .skip(1)
+        .find(|a| a.to_str().is_none())
+        .map(|a| format!(" ({})", format::escape(a.as_encoded_bytes())))
+        .unwrap_or_default();
+    let _ = writeln!(std::io::stderr(), "cellar: an argument {}{shown}", format::NOT_UTF8);
+    ExitCode::from(2)
 }
 
 /// Whether an error is, or was caused by, writing to a pipe whose reader is gone.

@@ -16,6 +16,7 @@ use super::Error;
 
 /// Repairs the store in `dir` and prints the report to `out`.
 pub fn run(dir: &Path, out: &mut dyn Write) -> Result<(), Error> {
+    crate::store_cmds::check_not_a_file(dir)?;
     let report = Store::repair(dir)?;
     write!(out, "{}", render(dir, &report))?;
     Ok(())

@@ -29,6 +29,7 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
 use rustyline::{CompletionType, Config, Editor, Helper};
 
+use crate::format::NOT_UTF8;
 use crate::opened::Opened;
 use crate::store_cmds::{self, Context, StoreCommand, Switch};
 use crate::{families, is_broken_pipe, took, Error};
@@ -79,9 +80,6 @@ pub fn run(ctx: &Context, time: bool) -> Result<(), Error> {
         n => Err(format!("{n} command(s) failed").into()),
     }
 }
-
-/// What the shell says of a line that is not UTF-8.
-const NOT_UTF8: &str = "is not UTF-8 text: write such bytes as \\xNN escapes";
 
 struct Session {
     ctx: Context,
@@ -201,6 +199,9 @@ impl Session {
             None => return Ok(Next::Go),
             Some(w) if w.starts_with('#') => return Ok(Next::Go),
             Some("exit" | "quit") => return Ok(Next::Stop),
+            Some(name @ ("repair" | "lesson" | "keys" | "shell")) => {
+                return Err(not_in_the_shell(name, &self.ctx.dir).into());
+            }
             Some("help") if words.len() == 1 => {
                 let mut help = Line::command().help_template("{subcommands}");
                 writeln!(out, "{}", help.render_help())?;
@@ -280,6 +281,22 @@ impl Session {
     fn fail(&mut self, message: &str) {
         self.failures += 1;
         let _ = writeln!(std::io::stderr(), "cellar: {message}");
+    }
+}
+
+/// Why a command of `cellar` that is no store command is not one of its
+/// shell, and where to run it (clap would only call it unrecognized, with a
+/// tip naming a store command that happens to look like it).
+fn not_in_the_shell(name: &str, dir: &std::path::Path) -> String {
+    match name {
+        // It needs the store's lock, which this shell holds.
+        "repair" => format!(
+            "`repair` is not a shell command: it rebuilds a store that does not open; run \
+             `cellar --dir {} repair` with this shell closed",
+            dir.display()
+        ),
+        "shell" => "`shell` is not a shell command: this is the shell".to_string(),
+        _ => format!("`{name}` is not a shell command: run `cellar {name}` outside the shell"),
     }
 }
 

@@ -269,12 +269,10 @@ pub fn check_json_human(json: bool, human: bool) -> Result<(), Error> {
     Ok(())
 }
 
-/// Refuses a folder that would be a surprise to turn into a store: a file, or
-/// a folder that holds other things than a store. Checked before the engine
-/// touches it, so such a folder is left exactly as it was. `creating`: the
-/// command names families to create (else the error says only what the
-/// folder is not, rather than where a store could be made).
-fn check_folder(dir: &Path, creating: bool) -> Result<(), Error> {
+/// Refuses a `--dir` that names a file, in the same words for every command
+/// that takes one (the engine would report a missing store, or the
+/// operating system's "Not a directory" on a path inside it).
+pub fn check_not_a_file(dir: &Path) -> Result<(), Error> {
     if dir.exists() && !dir.is_dir() {
         return Err(format!(
             "{} is a file, not a folder: --dir names the folder of a store",
@@ -282,6 +280,16 @@ fn check_folder(dir: &Path, creating: bool) -> Result<(), Error> {
         )
         .into());
     }
+    Ok(())
+}
+
+/// Refuses a folder that would be a surprise to turn into a store: a file, or
+/// a folder that holds other things than a store. Checked before the engine
+/// touches it, so such a folder is left exactly as it was. `creating`: the
+/// command names families to create (else the error says only what the
+/// folder is not, rather than where a store could be made).
+fn check_folder(dir: &Path, creating: bool) -> Result<(), Error> {
+    check_not_a_file(dir)?;
     if !dir.is_dir() || dir.join("CURRENT").exists() {
         return Ok(());
     }

@@ -278,3 +278,46 @@ fn an_empty_row_key_is_refused() -> Result {
     assert_eq!(rows(dir)?, "0 row(s)");
     Ok(())
 }
+
+/// A JSON document spread over lines (`scan --json | jq .`, or any pretty
+/// printer) is not JSON lines: its first line said only "not JSON: EOF while
+/// parsing a list at line 1 column 1".
+#[test]
+fn a_json_document_spread_over_lines_is_named_as_such() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "t"])?;
+    let file = dir.join("pretty.json");
+    std::fs::write(&file, "[\n  {\"row\": \"r\", \"column\": \"c\", \"value\": \"v\"}\n]\n")?;
+    assert_eq!(
+        fails(dir, &["load", "t", file.to_str().ok_or("path")?])?,
+        format!(
+            "cellar: {} line 1: a JSON value that does not end on its line: load reads JSON lines, \
+             one cell, row or array of them per line (`jq -c` writes them)\n",
+            file.display()
+        )
+    );
+    assert_eq!(rows(dir)?, "0 row(s)");
+    Ok(())
+}
+
+/// A file that is not text (a table file, a compressed export) said
+/// "line 1: stream did not contain valid UTF-8", the reader's words.
+#[test]
+fn a_file_that_is_not_text_is_named_as_such() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    ok(dir, &["create", "--family", "t"])?;
+    let file = dir.join("cells.csv.gz");
+    std::fs::write(&file, b"r,c,v\n\x1f\x8b\x08\x00\xff\n")?;
+    assert_eq!(
+        fails(dir, &["load", "t", file.to_str().ok_or("path")?])?,
+        format!(
+            "cellar: {} line 2 is not UTF-8 text: write such bytes as \\xNN escapes \
+             (load reads CSV or JSON lines)\n",
+            file.display()
+        )
+    );
+    assert_eq!(rows(dir)?, "0 row(s)");
+    Ok(())
+}

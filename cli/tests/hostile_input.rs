@@ -492,3 +492,214 @@ fn help_that_cannot_be_written_is_a_failure() -> Result {
     }
     Ok(())
 }
+
+/// A `--dir` below a file: it was "I/O error on F/store: File exists (os
+/// error 17)", naming the folder to make and the wrong error (the file is
+/// what exists, and it is not a folder).
+#[test]
+fn a_store_folder_below_a_file_names_the_file() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let file = tmp.path().join("notes.txt");
+    std::fs::write(&file, "not a folder")?;
+    let dir = file.join("store");
+    assert_eq!(
+        fails(&dir, &["create", "--family", "books"])?,
+        format!(
+            "cellar: I/O error on {}: {} is a file, not a folder\n",
+            dir.display(),
+            file.display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&file)?, "not a folder");
+    Ok(())
+}
+
+/// A manifest with no record does not open (the first record is the
+/// snapshot a store starts it with); `dump-manifest` said it was fine, with
+/// an empty state.
+#[test]
+fn dump_manifest_of_a_manifest_without_records_fails_as_opening_does() -> Result {
+    let tmp = book_store()?;
+    let dir = tmp.path();
+    let manifest = dir.join(std::fs::read_to_string(dir.join("CURRENT"))?.trim_end());
+    let refused = format!(
+        "cellar: {}: the manifest holds no records: it starts with a snapshot of the store, so a store \
+         does not open without one\n",
+        manifest.display()
+    );
+    // Emptied, and cut inside its first record (a torn tail and nothing else).
+    let bytes = std::fs::read(&manifest)?;
+    for cut in [0, 5] {
+        std::fs::write(&manifest, bytes.get(..cut).ok_or("short manifest")?)?;
+        assert_eq!(fails(dir, &["dump-manifest"])?, refused, "cut at {cut}");
+        assert!(fails(dir, &["--read-only", "count", "books"])?.contains("the manifest holds no records"));
+    }
+    Ok(())
+}
+
+/// A table file given to the log or manifest dump: each read it as one
+/// record cut short, "the end of an interrupted write, which opening drops",
+/// and succeeded.
+#[test]
+fn dump_log_and_dump_manifest_refuse_a_table_file_and_name_the_dump_for_it() -> Result {
+    let tmp = book_store()?;
+    ok(tmp.path(), &["flush"])?;
+    let table = std::fs::read_dir(tmp.path().join("books"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .ok_or("no table file")?;
+    let path = table.to_str().ok_or("path")?;
+    for (command, what) in [("dump-log", "a log segment"), ("dump-manifest", "a manifest")] {
+        let output = assert_cmd::Command::new(common::bin()).args([command, path]).output()?;
+        assert_eq!(output.status.code(), Some(1), "{command}");
+        assert_eq!(String::from_utf8(output.stdout)?, "", "{command}");
+        assert_eq!(
+            String::from_utf8(output.stderr)?,
+            format!("cellar: {path} is a cellar table file, not {what}: `cellar dump {path}` decodes it\n")
+        );
+    }
+    Ok(())
+}
+
+/// `--flush-rows 0` and `--max-rows 0` were taken as 1, and the report
+/// said "flush 1 rows": a setting the user did not give.
+#[test]
+fn keys_refuses_a_region_size_of_zero_rows_rather_than_taking_one() -> Result {
+    for (switch, policy) in [
+        ("--flush-rows", "stepping"),
+        ("--max-rows", "constant"),
+        ("--max-rows", "bigtable"),
+    ] {
+        let output = assert_cmd::Command::new(common::bin())
+            .args([
+                "keys",
+                "--key",
+                "field(customer)",
+                "--writes",
+                "10",
+                "--policy",
+                policy,
+                switch,
+                "0",
+            ])
+            .output()?;
+        assert_eq!(output.status.code(), Some(1), "{switch} {policy}");
+        assert_eq!(String::from_utf8(output.stdout)?, "");
+        assert_eq!(
+            String::from_utf8(output.stderr)?,
+            "cellar: invalid setting: flush and split sizes must be at least 1 row\n",
+            "{switch} {policy}"
+        );
+    }
+    Ok(())
+}
+
+/// `--partition-parts` past the key's value parts was taken as "the whole
+/// key", and the report went on with a partition key the user did not give.
+#[test]
+fn keys_refuses_more_partition_parts_than_the_key_has() -> Result {
+    let output = assert_cmd::Command::new(common::bin())
+        .args([
+            "keys",
+            "--key",
+            "field(customer) \"#\" field(order_id)",
+            "--writes",
+            "10",
+        ])
+        .args(["--store", "hashed", "--partition-parts", "3"])
+        .output()?;
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8(output.stdout)?, "");
+    assert_eq!(
+        String::from_utf8(output.stderr)?,
+        "cellar: invalid setting: the partition key is the first 3 value parts, and the key has 2\n"
+    );
+    let whole = ok_on_file(&[
+        "keys",
+        "--key",
+        "field(customer) \"#\" field(order_id)",
+        "--writes",
+        "10",
+        "--store",
+        "hashed",
+        "--partition-parts",
+        "2",
+    ])?;
+    assert!(
+        whole.starts_with("key: field(customer) \"#\" field(order_id) |\n"),
+        "{whole}"
+    );
+    Ok(())
+}
+
+/// `--dir` naming a file: the store commands said "FILE is a file, not a
+/// folder"; `dump-manifest` said "I/O error on FILE/CURRENT: Not a
+/// directory (os error 20)" and `repair` "FILE is not a cellar store (no
+/// CURRENT file)".
+#[test]
+fn every_command_that_takes_dir_says_alike_that_it_names_a_file() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let file = tmp.path().join("notes.txt");
+    std::fs::write(&file, "not a store")?;
+    let said = format!(
+        "cellar: {} is a file, not a folder: --dir names the folder of a store\n",
+        file.display()
+    );
+    for args in [&["get", "books", "r"][..], &["dump-manifest"], &["repair"]] {
+        assert_eq!(fails(&file, args)?, said, "{args:?}");
+    }
+    assert_eq!(std::fs::read_to_string(&file)?, "not a store");
+    Ok(())
+}
+
+/// `lesson --dir` naming a file said "F/append-only: Not a directory (os
+/// error 20)"; and `lesson all` whose third lesson's folder was not empty
+/// ran the first two lessons (and left their stores) before refusing.
+#[test]
+fn lesson_checks_every_folder_it_will_build_in_before_it_starts() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let file = tmp.path().join("notes.txt");
+    std::fs::write(&file, "not a folder")?;
+    assert_eq!(
+        fails(&file, &["lesson", "append-only"])?,
+        format!(
+            "cellar: {} is a file, not a folder: --dir names the folder the lesson stores are kept in\n",
+            file.display()
+        )
+    );
+    let kept = tmp.path().join("kept");
+    std::fs::create_dir_all(kept.join("layout"))?;
+    std::fs::write(kept.join("layout").join("old.txt"), "an earlier run")?;
+    assert_eq!(
+        fails(&kept, &["lesson", "all"])?,
+        format!(
+            "cellar: {} is not empty: a lesson builds its store in an empty folder\n",
+            kept.join("layout").display()
+        )
+    );
+    let mut left: Vec<String> = std::fs::read_dir(&kept)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()?;
+    left.sort();
+    assert_eq!(left, ["layout"], "no lesson ran");
+    Ok(())
+}
+
+/// A byte argument that is not UTF-8 (a shell's `$'\xff'`) was clap's
+/// "invalid UTF-8 was detected in one or more arguments", which does not
+/// say how to write the byte; the shell's lines already did.
+#[cfg(unix)]
+#[test]
+fn an_argument_that_is_not_utf8_says_how_to_write_its_bytes() -> Result {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = book_store()?;
+    let row = std::ffi::OsStr::from_bytes(b"book\xFF");
+    let output = cellar(tmp.path()).args(["get", "books"]).arg(row).output()?;
+    assert_eq!(output.status.code(), Some(2), "a usage error");
+    assert_eq!(String::from_utf8(output.stdout)?, "");
+    assert_eq!(
+        String::from_utf8(output.stderr)?,
+        "cellar: an argument is not UTF-8 text: write such bytes as \\xNN escapes (book\\xFF)\n"
+    );
+    Ok(())
+}

@@ -117,3 +117,27 @@ fn help_lists_only_the_switches_the_command_accepts() -> Result {
     );
     Ok(())
 }
+
+/// The commands of `cellar` that are not commands of its shell: each was
+/// "unrecognized subcommand", with a tip naming a similar one (`repair`:
+/// "a similar subcommand exists: 'explain'").
+#[test]
+fn a_command_of_cellar_that_the_shell_lacks_says_where_to_run_it() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let script = "repair\nlesson layout\nkeys --key 'field(customer)'\nshell\nput books r c v\n";
+    let (code, stdout, stderr) = shell(tmp.path(), &["--family", "books"], script)?;
+    assert_eq!((code, stdout.as_str()), (Some(1), ""));
+    let dir = tmp.path().display();
+    assert_eq!(
+        stderr,
+        format!(
+            "cellar: `repair` is not a shell command: it rebuilds a store that does not open; run \
+             `cellar --dir {dir} repair` with this shell closed\n\
+             cellar: `lesson` is not a shell command: run `cellar lesson` outside the shell\n\
+             cellar: `keys` is not a shell command: run `cellar keys` outside the shell\n\
+             cellar: `shell` is not a shell command: this is the shell\n\
+             cellar: 4 command(s) failed\n"
+        )
+    );
+    Ok(())
+}

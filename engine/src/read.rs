@@ -340,16 +340,41 @@ impl Snapshot {
     /// column order (see [`CellRef`]). Returns the number of cells visited.
     /// It reads exactly what `get_row` reads (the same trace), and builds no
     /// [`Cell`] and no vector.
-    pub fn visit_row(&self, family: &str, row: impl AsRef<[u8]>, mut visit: impl FnMut(CellRef<'_>)) -> Result<usize> {
-        let row = row.as_ref();
-        let mut read = self.row_read(family, row, &ColumnRange::all(), false)?;
+    pub fn visit_row(&self, family: &str, row: impl AsRef<[u8]>, visit: impl FnMut(CellRef<'_>)) -> Result<usize> {
+        Ok(self.lend_row(family, row.as_ref(), visit, false)?.0)
+    }
+
+    /// [`Snapshot::visit_row`], with the read's [`Trace`]: the trace of
+    /// [`Snapshot::get_row_traced`] for the same row.
+    pub fn visit_row_traced(
+        &self,
+        family: &str,
+        row: impl AsRef<[u8]>,
+        visit: impl FnMut(CellRef<'_>),
+    ) -> Result<(usize, Trace)> {
+        let (visited, read) = self.lend_row(family, row.as_ref(), visit, true)?;
+        let mut trace = read.trace();
+        trace.entries_returned = visited as u64;
+        Ok((visited, trace))
+    }
+
+    /// Lends every live column of `row` to `visit`; the count, and the read
+    /// (for its trace, which an untraced read never builds).
+    fn lend_row(
+        &self,
+        family: &str,
+        row: &[u8],
+        mut visit: impl FnMut(CellRef<'_>),
+        traced: bool,
+    ) -> Result<(usize, RangeRead)> {
+        let mut read = self.row_read(family, row, &ColumnRange::all(), traced)?;
         let mut visited = 0;
         while read.stop_at_visible()? {
             // The read keeps no copy of its row: the cell is lent the caller's.
             read.lend_cell(&mut |cell| visit(CellRef { row, ..cell }))?;
             visited += 1;
         }
-        Ok(visited)
+        Ok((visited, read))
     }
 
     /// [`Snapshot::get_row`], with the read's [`Trace`].

@@ -11,7 +11,14 @@
 //!   `table_bytes` (their size on disk) but in neither of these.
 //! * **space amplification**: stored / live, by entries and by bytes.
 //! * **write amplification**: bytes the store wrote to disk (log + flushes +
-//!   compaction output) / user bytes.
+//!   compaction output) / user bytes; **1.0 when no user bytes were
+//!   written** since the store opened, even if the open's flush wrote a
+//!   table (the ratio is undefined; 1.0 reads as "nothing amplified", the
+//!   same convention as space amplification of nothing live). RocksDB's
+//!   compaction stats measure another ratio (the `Sum` line's W-Amp: bytes
+//!   flushed and compacted / (bytes flushed + 1)), whose `+ 1` makes an idle
+//!   RocksDB report 0.0. `cellar stats` prints neither: it shows `-` where
+//!   nothing was written.
 //! * Counters of writes start at 0 when the store opens, as RocksDB's do.
 //!   The open's flush of the log it replays counts as a flush (RocksDB counts
 //!   its recovery flush too), but the writes in that log were counted before
@@ -136,12 +143,14 @@ impl FamilyStats {
     pub fn space_amplification(&self) -> f64 {
         ratio(self.stored_entries, self.live_entries)
     }
-    /// Stored bytes / live bytes.
+    /// Stored bytes / live bytes (1.0 when nothing is live).
     pub fn space_amplification_bytes(&self) -> f64 {
         ratio(self.stored_bytes, self.live_bytes)
     }
     /// (flush + compaction bytes written) / user bytes: the family's share of
-    /// write amplification, without the shared log.
+    /// write amplification, without the shared log. 1.0 when the family took
+    /// no user bytes since the store opened, whatever it wrote (see the
+    /// module's definitions).
     pub fn write_amplification(&self) -> f64 {
         ratio(
             self.flush_bytes_written + self.compaction_bytes_written,
@@ -181,12 +190,15 @@ impl Stats {
                 .map(|f| f.flush_bytes_written + f.compaction_bytes_written)
                 .sum::<u64>()
     }
-    /// Disk bytes written / user bytes written.
+    /// Disk bytes written / user bytes written; 1.0 when no user bytes were
+    /// written since the store opened, whatever the store wrote (see the
+    /// module's definitions).
     pub fn write_amplification(&self) -> f64 {
         ratio(self.disk_bytes_written(), self.user_bytes_written())
     }
 }
 
+/// `a / b`, and 1.0 when `b` is 0 (the amplifications' convention).
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         1.0

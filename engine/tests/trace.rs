@@ -431,3 +431,43 @@ fn a_scan_opens_the_files_of_a_run_only_as_it_reaches_them() -> TestResult {
     assert_eq!(trace.entries_examined(), 50);
     Ok(())
 }
+
+/// `visit_row_traced` is `get_row_traced` without the cells kept: the same
+/// sources, blocks and entries, and as many entries returned as it lent.
+#[test]
+fn a_visited_row_costs_what_the_same_row_read_whole_costs() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default())?;
+    store.put_at("f", "book", "author", 1, "Herbert")?;
+    store.put_at("f", "book", "title", 1, "Dune")?;
+    store.flush()?;
+    store.put_at("f", "book", "title", 2, "Dune (1st ed.)")?;
+    store.put_at("f", "other", "title", 2, "Emma")?;
+
+    let (cells, whole) = store.get_row_traced("f", "book")?;
+    let mut lent = Vec::new();
+    let (count, visited) = store.visit_row_traced("f", "book", |c| {
+        lent.push((c.column.to_vec(), c.value.to_vec()));
+    })?;
+    assert_eq!(count, 2);
+    assert_eq!(
+        lent,
+        cells
+            .iter()
+            .map(|c| (c.column.to_vec(), c.value.to_vec()))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(visited, whole);
+    assert_eq!(visited.entries_returned, 2);
+    assert_eq!(visited.sources_visited(), 2, "the memtable and the file");
+    assert_eq!(visited.data_blocks(), 1);
+    assert_eq!(visited.entries_examined(), 3, "two versions of title and the author");
+
+    // On a snapshot, the same: the row as of then.
+    let snapshot = store.snapshot();
+    store.delete_row("f", "book")?;
+    let (count, trace) = snapshot.visit_row_traced("f", "book", |_| {})?;
+    assert_eq!((count, trace.entries_returned), (2, 2));
+    assert_eq!(store.visit_row_traced("f", "book", |_| {})?.0, 0);
+    Ok(())
+}

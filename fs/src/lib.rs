@@ -168,9 +168,19 @@ pub fn remove(path: &Path) -> io::Result<()> {
 /// Creates `path` and any missing folder above it, fsyncing the parent of
 /// each folder it creates, so that the new folders survive a power loss
 /// before anything in them is relied on. Does nothing if `path` exists.
+///
+/// A file where a folder should be is an error that names the file:
+/// `mkdir` on a path below it would only say "File exists" or "Not a
+/// directory", naming the folder that was asked for.
 pub fn create_dir_all(path: &Path) -> io::Result<()> {
     if path.as_os_str().is_empty() || path.is_dir() {
         return Ok(());
+    }
+    if path.exists() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!("{} is a file, not a folder", path.display()),
+        ));
     }
     if let Some(parent) = path.parent() {
         create_dir_all(parent)?;

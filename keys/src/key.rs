@@ -383,12 +383,21 @@ impl KeyDesign {
     }
 
     /// Checks that every field the design reads exists in `fields` (plus
-    /// `ts`, a workload record's time), and that counts are in range.
+    /// `ts`, a workload record's time), and that counts are in range (a
+    /// partition key of no more value parts than the key has).
     pub fn check(&self, workload: &str, fields: &[&str]) -> Result<()> {
         if self.parts.iter().all(Part::is_literal) {
             return Err(Error::InvalidSetting(
                 "a key needs at least one part that is not a constant".into(),
             ));
+        }
+        let values = self.parts.iter().filter(|p| !p.is_literal()).count();
+        if let Some(n) = self.partition_parts.filter(|&n| n > values) {
+            // Not cut to the whole key: a report on a partition key the
+            // caller did not ask for would look like an answer about theirs.
+            return Err(Error::InvalidSetting(format!(
+                "the partition key is the first {n} value parts, and the key has {values}"
+            )));
         }
         if let Some((_, field)) = self.unknown_field(&[fields, &["ts"]].concat()) {
             return Err(Error::UnknownField {

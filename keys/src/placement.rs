@@ -470,6 +470,11 @@ fn check_sizes(spec: &ClusterSpec) -> Result<()> {
             "servers, ticks and key bins must be at least 1".into(),
         ));
     }
+    if region_rows(&spec.model).contains(&0) {
+        return Err(Error::InvalidSetting(
+            "flush and split sizes must be at least 1 row".into(),
+        ));
+    }
     let tokens = match spec.model {
         StoreModel::Ring { num_tokens } => num_tokens,
         _ => 1,
@@ -488,6 +493,23 @@ fn check_sizes(spec: &ClusterSpec) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The sizes in rows a range store's model splits or flushes at (none for
+/// a hashed store). A size of 0 would split a region at every write.
+fn region_rows(model: &StoreModel) -> Vec<u64> {
+    match *model {
+        StoreModel::HBase {
+            policy:
+                SplitPolicy::Stepping { flush_rows, max_rows }
+                | SplitPolicy::IncreasingToUpperBound { flush_rows, max_rows },
+        } => vec![flush_rows, max_rows],
+        StoreModel::HBase {
+            policy: SplitPolicy::Constant { max_rows },
+        } => vec![max_rows],
+        StoreModel::Bigtable { split_rows, .. } => vec![split_rows],
+        StoreModel::Ring { .. } | StoreModel::EqualPartitions => Vec::new(),
+    }
 }
 
 fn hashed(

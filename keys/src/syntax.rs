@@ -61,6 +61,17 @@ impl Parser<'_> {
         self.text.get(self.at).copied()
     }
 
+    /// What is at the cursor, for an error: the character (the cursor
+    /// only ever passes ASCII, so it is on a character's first byte), or
+    /// the end.
+    fn found(&self) -> String {
+        let rest = String::from_utf8_lossy(self.text.get(self.at..).unwrap_or_default());
+        match rest.chars().next() {
+            Some(c) => format!("{c:?}"),
+            None => "the end of the key".to_string(),
+        }
+    }
+
     fn word(&mut self) -> String {
         let start = self.at;
         while self
@@ -129,7 +140,8 @@ impl Parser<'_> {
             } else {
                 let w = self.word();
                 if w.is_empty() {
-                    return Err(syntax(at, "expected an argument"));
+                    let expected = "expected an argument (a name, a number or a \"quoted\" string)";
+                    return Err(syntax(at, format!("{expected}, found {}", self.found())));
                 }
                 Arg::Word(w)
             };
@@ -141,7 +153,7 @@ impl Parser<'_> {
                     self.at += 1;
                     return Ok(args);
                 }
-                _ => return Err(syntax(self.at, "expected ',' or ')'")),
+                _ => return Err(syntax(self.at, format!("expected ',' or ')', found {}", self.found()))),
             }
         }
     }

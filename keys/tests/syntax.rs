@@ -208,3 +208,31 @@ fn a_partition_key_that_ends_at_the_last_part_prints_its_bar() -> Result<(), Err
     assert_eq!(parse(&key.to_string())?.partition_len(), 2);
     Ok(())
 }
+
+/// A character that cannot start or continue an argument is named, with
+/// what an argument may be: `field(customér)` said only "expected ',' or
+/// ')'", and `const(é)` "expected an argument".
+#[test]
+fn a_character_an_argument_cannot_hold_is_named() {
+    for (text, offset, what) in [
+        ("field(customér)", 12, "expected ',' or ')', found 'é'"),
+        (
+            "const(é)",
+            6,
+            "expected an argument (a name, a number or a \"quoted\" string), found 'é'",
+        ),
+        ("pad(a,4", 7, "expected ',' or ')', found the end of the key"),
+        (
+            "pad(",
+            4,
+            "expected an argument (a name, a number or a \"quoted\" string), found the end of the key",
+        ),
+    ] {
+        match parse(text) {
+            Err(Error::Syntax { offset: at, what: said }) => {
+                assert_eq!((at, said.as_str()), (offset, what), "{text}");
+            }
+            other => panic!("{text}: expected a syntax error, got {other:?}"),
+        }
+    }
+}

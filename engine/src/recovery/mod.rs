@@ -191,18 +191,24 @@ fn prepare_folder(dir: &Path, options: &StoreOptions) -> Result<()> {
 /// other than the first, the first one holding more than the snapshot a
 /// creation starts it with, or a table file. (A creation cut short before
 /// `CURRENT` leaves only the first manifest, which may be started again.)
+///
+/// The folder is listed once. No lock is held yet (a store being created
+/// takes it before its first manifest), so a second listing could see a
+/// later moment, not a truer one: one listing is one moment for the log
+/// segments, the manifests and the family folders alike.
 fn store_files(dir: &Path) -> Result<Option<String>> {
-    if let Some(number) = files::log_numbers(dir)?.first() {
+    let listing = files::StoreListing::read(dir)?;
+    if let Some(number) = listing.logs.first() {
         return Ok(Some(format!("log segment {}", log_path(dir, *number).display())));
     }
-    for number in files::manifest_numbers(dir)? {
+    for &number in &listing.manifests {
         let path = dir.join(crate::manifest::manifest_file_name(number));
         let records = log::read_log(&path, log::ReadMode::Salvage).map_or(0, |c| c.records.len());
         if number != FIRST_MANIFEST || records > 1 {
             return Ok(Some(format!("manifest {}", path.display())));
         }
     }
-    for family in files::family_folders(dir)? {
+    for family in &listing.families {
         if let Some((_, path)) = files::table_files(&dir.join(family))?.first() {
             return Ok(Some(format!("table file {}", path.display())));
         }
@@ -439,9 +445,12 @@ fn remove_obsolete(
     for path in &replayed.dropped {
         files::move_to_lost(dir, path)?;
     }
+    // One listing for both: the lock is held, so no other handle adds or
+    // removes a segment or a manifest between the two loops.
+    let listing = files::StoreListing::read(dir)?;
     // Every segment older than the new one is either flushed to tables by
     // this open or was already flushed by every family.
-    for number in files::log_numbers(dir)? {
+    for &number in &listing.logs {
         if number < new_log {
             let _ = fs::remove(&log_path(dir, number));
         }
@@ -450,7 +459,7 @@ fn remove_obsolete(
     // number) or written by a rewrite that never switched CURRENT (a newer
     // one): neither holds anything the live one lacks.
     let live = manifest.path().to_path_buf();
-    for number in files::manifest_numbers(dir)? {
+    for &number in &listing.manifests {
         let path = dir.join(crate::manifest::manifest_file_name(number));
         if path != live {
             let _ = fs::remove(&path);
@@ -654,6 +663,53 @@ mod tests {
         runs.sort_unstable();
         runs.dedup();
         assert_eq!(runs.len(), 3, "one run per table: {:?}", store.tables());
+        Ok(())
+    }
+
+    /// What `store_files` calls evidence that a folder without `CURRENT` held
+    /// a store, one kind at a time, from its one listing.
+    #[test]
+    fn a_folder_without_current_is_a_store_by_each_kind_of_file_only_a_store_writes() -> TestResult {
+        // A store that was opened: its first manifest holds more than the
+        // creation's snapshot.
+        let opened = tempfile::tempdir()?;
+        drop(Store::open(opened.path(), StoreOptions::default().family("f"))?);
+        std::fs::remove_file(opened.path().join("CURRENT"))?;
+        for (name, _) in std::fs::read_dir(opened.path())?
+            .filter_map(|e| e.ok())
+            .map(|e| (e.file_name(), e.path()))
+            .filter(|(_, p)| p.extension().is_some_and(|x| x == "log"))
+        {
+            std::fs::remove_file(opened.path().join(name))?;
+        }
+        let manifest = opened.path().join(crate::manifest::manifest_file_name(FIRST_MANIFEST));
+        assert_eq!(
+            store_files(opened.path())?,
+            Some(format!("manifest {}", manifest.display()))
+        );
+
+        let dir = tempfile::tempdir()?;
+        let d = dir.path();
+        std::fs::write(d.join("notes.txt"), "")?;
+        std::fs::create_dir(d.join("f"))?;
+        assert_eq!(store_files(d)?, None, "a stray file and an empty family folder");
+        std::fs::write(d.join("f").join("000007.sst"), "")?;
+        assert_eq!(
+            store_files(d)?,
+            Some(format!("table file {}", d.join("f").join("000007.sst").display()))
+        );
+        std::fs::write(d.join("MANIFEST-000004"), "")?;
+        assert_eq!(
+            store_files(d)?,
+            Some(format!("manifest {}", d.join("MANIFEST-000004").display()))
+        );
+        std::fs::write(d.join("000009.log"), "")?;
+        std::fs::write(d.join("000005.log"), "")?;
+        assert_eq!(
+            store_files(d)?,
+            Some(format!("log segment {}", log_path(d, 5).display())),
+            "a log segment first, the oldest"
+        );
         Ok(())
     }
 }

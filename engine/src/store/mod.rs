@@ -406,6 +406,16 @@ impl Store {
         self.snapshot().visit_row(family, row, visit)
     }
 
+    /// [`Store::visit_row`] with its [`Trace`] (see [`Snapshot::visit_row_traced`]).
+    pub fn visit_row_traced(
+        &self,
+        family: &str,
+        row: impl AsRef<[u8]>,
+        visit: impl FnMut(CellRef<'_>),
+    ) -> Result<(usize, Trace)> {
+        self.snapshot().visit_row_traced(family, row, visit)
+    }
+
     /// [`Store::get_row`] with its [`Trace`].
     pub fn get_row_traced(&self, family: &str, row: impl AsRef<[u8]>) -> Result<(Vec<Cell>, Trace)> {
         self.snapshot().get_row_traced(family, row)

@@ -3,8 +3,8 @@
 //! `binary_keys.rs`), which then compare the one answer with their models.
 //!
 //! A row: `get_row`, `visit_row` (each cell lent, under the row's key),
-//! `get_row_traced` and `slice_traced` of every column, which are one read
-//! and so report one trace. A scan: its iterator, `Scan::visit_row`, and the
+//! `get_row_traced`, `slice_traced` of every column and `visit_row_traced`,
+//! which are one read and so report one trace. A scan: its iterator, `Scan::visit_row`, and the
 //! two in turn starting with either; `Scan::visit_row` counts a row as the
 //! iterator does, so all four report the same trace after every row and at
 //! the end, and all agree when the scan has ended.
@@ -92,6 +92,15 @@ pub fn row_every_way(snapshot: &Snapshot, family: &str, row: &[u8], what: &str) 
         what
     );
     same_cost(&row_trace, &slice_trace, what)?;
+    let mut lent_again = Vec::new();
+    let (count, visit_trace) = snapshot
+        .visit_row_traced(family, row, |c| {
+            lent_again.push((c.column.to_vec(), c.timestamp, c.value.to_vec()));
+        })
+        .map_err(fail)?;
+    prop_assert_eq!(count, lent_again.len(), "{}: visit_row_traced's count", what);
+    prop_assert_eq!(&lent_again, &owned, "{}: visit_row_traced against get_row", what);
+    same_cost(&row_trace, &visit_trace, what)?;
     Ok(owned)
 }
 
