@@ -703,3 +703,24 @@ fn an_argument_that_is_not_utf8_says_how_to_write_its_bytes() -> Result {
     );
     Ok(())
 }
+
+/// A lesson's folder that is a file, not a folder holding something: the
+/// check before the lessons called it "not empty", which sends the reader
+/// looking for files inside it.
+#[test]
+fn lesson_names_a_lesson_folder_that_is_a_file() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let kept = tmp.path().join("kept");
+    std::fs::create_dir(&kept)?;
+    let layout = kept.join("layout");
+    std::fs::write(&layout, "a file")?;
+    assert_eq!(
+        fails(&kept, &["lesson", "layout"])?,
+        format!(
+            "cellar: {} is a file, not a folder: a lesson builds its store in an empty folder\n",
+            layout.display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&layout)?, "a file");
+    Ok(())
+}
