@@ -455,15 +455,22 @@ fn keys_says_why_a_span_is_refused() -> Result {
         assert_eq!(output.status.code(), Some(1));
         Ok(String::from_utf8(output.stderr)?)
     };
-    // Both were a bare `invalid --span "0s"`.
-    assert_eq!(
-        refused("0s")?,
-        "cellar: invalid --span \"0s\": the writes need some time to spread over\n"
-    );
-    assert_eq!(
-        refused("99999999999999999d")?,
-        "cellar: invalid --span \"99999999999999999d\": over 64 bits of milliseconds\n"
-    );
+    // `--span` is read as every duration argument is (`--ttl`'s rules and
+    // words): the first two were a bare `invalid --span "0s"`, the third
+    // was told to "use 90s, 30m, 1h or 2d" (its number is past 64 bits),
+    // the last was taken as milliseconds where `--ttl` refuses it.
+    for (span, said) in [
+        ("0s", "is zero"),
+        ("99999999999999999d", "is over 64 bits of milliseconds"),
+        ("99999999999999999999s", "is over 64 bits of milliseconds"),
+        ("3600000", ": write a number and a unit, as 90s, 30m, 12h or 7d"),
+    ] {
+        let space = if said.starts_with(':') { "" } else { " " };
+        assert_eq!(
+            refused(span)?,
+            format!("cellar: invalid --span: duration {span:?}{space}{said}\n")
+        );
+    }
     Ok(())
 }
 
