@@ -28,6 +28,9 @@ pub enum Error {
     /// folder that already holds something (it would measure that too).
     #[error("{0} is not empty: a lesson builds its store in an empty folder")]
     NotEmpty(PathBuf),
+    /// The folder a lesson would build its store in is a file.
+    #[error("{0} is a file, not a folder: a lesson builds its store in an empty folder")]
+    NotAFolder(PathBuf),
     /// The store's statistics do not list a family the lesson created.
     #[error("the store reports no statistics for family `{0}`")]
     MissingFamily(String),

@@ -5,8 +5,9 @@
 //! number (`--ts 1709374500123`, what `get` prints) or an ISO 8601 date in
 //! UTC or with an offset (`--ts 2024-03-02`, `2024-03-02T10:15:00Z`,
 //! `2024-03-02T11:15:00.123+01:00`), which is what a person has in mind.
-//! `--human` prints timestamps back as UTC dates. Durations (a family's TTL)
-//! are a number and a unit: `90s`, `30m`, `12h`, `7d`.
+//! `--human` prints timestamps back as UTC dates. Durations (a family's
+//! TTL, the span of `keys`' workload) are a number and a unit: `90s`,
+//! `30m`, `12h`, `7d`, read by one parser, [`parse_duration`].
 //!
 //! Dates are converted with Howard Hinnant's days-from-civil algorithms: no
 //! time zone database is needed for UTC and fixed offsets.
@@ -178,6 +179,9 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 }
 
 /// A duration as a number and a unit: `500ms`, `90s`, `30m`, `12h`, `7d`.
+/// A bare number is refused rather than read in some unit (`--ttl 7` could
+/// mean days as well as milliseconds), and so are zero and a duration past
+/// 64 bits of milliseconds.
 pub fn parse_duration(text: &str) -> Result<Duration, Error> {
     let t = text.trim();
     let bad = || format!("duration {text:?}: write a number and a unit, as 90s, 30m, 12h or 7d");

@@ -19,7 +19,7 @@ use cellar_keys::syntax::parse;
 use cellar_keys::workload::{WorkloadKind, WorkloadSpec};
 use cellar_keys::Experiment;
 
-use crate::Error;
+use crate::{clock, Error};
 
 /// Range-partitioned or hashed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -70,7 +70,7 @@ pub struct Args {
     /// Number of writes.
     #[arg(long, default_value_t = 10_000)]
     pub writes: usize,
-    /// Time from first to last write: 90s, 30m, 1h, 2d.
+    /// Time from first to last write: a number and a unit (90s, 30m, 1h, 2d).
     #[arg(long, default_value = "1h")]
     pub span: String,
     /// Seed of the workload.
@@ -116,26 +116,13 @@ pub struct Args {
     pub report: Option<PathBuf>,
 }
 
-/// `90s`, `30m`, `1h`, `2d` or plain milliseconds.
+/// `--span`, in milliseconds: a duration as every duration argument is
+/// written ([`clock::parse_duration`]: a number and a unit, at least 1 ms
+/// and at most 64 bits of milliseconds), its error prefixed with the switch.
 fn parse_span(text: &str) -> Result<u64, Error> {
-    let t = text.trim();
-    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("invalid --span {text:?}: use 90s, 30m, 1h or 2d"))?;
-    let ms = match unit {
-        "" | "ms" => 1,
-        "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(format!("invalid --span {text:?}: use 90s, 30m, 1h or 2d").into()),
-    };
-    match n.checked_mul(ms) {
-        Some(0) => Err(format!("invalid --span {text:?}: the writes need some time to spread over").into()),
-        Some(span) => Ok(span),
-        None => Err(format!("invalid --span {text:?}: over 64 bits of milliseconds").into()),
-    }
+    let span = clock::parse_duration(text).map_err(|e| format!("invalid --span: {e}"))?;
+    // parse_duration builds it from a u64 of milliseconds.
+    Ok(u64::try_from(span.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn model(args: &Args) -> Result<StoreModel, Error> {

@@ -80,10 +80,10 @@ impl Which {
     }
 }
 
-/// Refuses a `--dir` that is a file, or that holds a non-empty folder for
-/// one of the lessons to run, before any lesson starts (each lesson checks
-/// its own folder too, but only when its turn comes, after the lessons
-/// before it have run and kept their stores).
+/// Refuses a `--dir` that is a file, or a folder for one of the lessons to
+/// run that is not absent or empty ([`lesson::check_folder`]), before any
+/// lesson starts (each lesson checks its own folder too, but only when its
+/// turn comes, after the lessons before it have run and kept their stores).
 fn check_folders(dir: &Path, lessons: &[Which]) -> Result<(), Error> {
     if dir.exists() && !dir.is_dir() {
         return Err(format!(
@@ -93,19 +93,7 @@ fn check_folders(dir: &Path, lessons: &[Which]) -> Result<(), Error> {
         .into());
     }
     for which in lessons {
-        let folder = dir.join(which.name());
-        let empty = match std::fs::read_dir(&folder) {
-            Ok(mut entries) => entries.next().is_none(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
-            Err(_) => false,
-        };
-        if !empty {
-            return Err(format!(
-                "{} is not empty: a lesson builds its store in an empty folder",
-                folder.display()
-            )
-            .into());
-        }
+        lesson::check_folder(&dir.join(which.name()))?;
     }
     Ok(())
 }

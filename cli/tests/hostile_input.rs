@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{book_store, cellar, fails, ok, shell, Result};
+use common::{book_store, cellar, fails, fails_without_dir, ok, shell, Result};
 
 /// Runs a command that reads a file, not a store (no `--dir`); it must succeed.
 fn ok_on_file(args: &[&str]) -> Result<String> {
@@ -448,22 +448,23 @@ fn keys_refuses_a_pad_wider_than_it_designs_rather_than_cutting_it() -> Result {
 
 #[test]
 fn keys_says_why_a_span_is_refused() -> Result {
-    let refused = |span: &str| -> Result<String> {
-        let output = assert_cmd::Command::new(common::bin())
-            .args(["keys", "--key", "field(customer)", "--span", span])
-            .output()?;
-        assert_eq!(output.status.code(), Some(1));
-        Ok(String::from_utf8(output.stderr)?)
-    };
-    // Both were a bare `invalid --span "0s"`.
-    assert_eq!(
-        refused("0s")?,
-        "cellar: invalid --span \"0s\": the writes need some time to spread over\n"
-    );
-    assert_eq!(
-        refused("99999999999999999d")?,
-        "cellar: invalid --span \"99999999999999999d\": over 64 bits of milliseconds\n"
-    );
+    let refused = |span: &str| fails_without_dir(&["keys", "--key", "field(customer)", "--span", span]);
+    // `--span` is read as every duration argument is (`--ttl`'s rules and
+    // words): the first two were a bare `invalid --span "0s"`, the third
+    // was told to "use 90s, 30m, 1h or 2d" (its number is past 64 bits),
+    // the last was taken as milliseconds where `--ttl` refuses it.
+    for (span, said) in [
+        ("0s", "is zero"),
+        ("99999999999999999d", "is over 64 bits of milliseconds"),
+        ("99999999999999999999s", "is over 64 bits of milliseconds"),
+        ("3600000", ": write a number and a unit, as 90s, 30m, 12h or 7d"),
+    ] {
+        let space = if said.starts_with(':') { "" } else { " " };
+        assert_eq!(
+            refused(span)?,
+            format!("cellar: invalid --span: duration {span:?}{space}{said}\n")
+        );
+    }
     Ok(())
 }
 
@@ -550,11 +551,8 @@ fn dump_log_and_dump_manifest_refuse_a_table_file_and_name_the_dump_for_it() -> 
         .ok_or("no table file")?;
     let path = table.to_str().ok_or("path")?;
     for (command, what) in [("dump-log", "a log segment"), ("dump-manifest", "a manifest")] {
-        let output = assert_cmd::Command::new(common::bin()).args([command, path]).output()?;
-        assert_eq!(output.status.code(), Some(1), "{command}");
-        assert_eq!(String::from_utf8(output.stdout)?, "", "{command}");
         assert_eq!(
-            String::from_utf8(output.stderr)?,
+            fails_without_dir(&[command, path])?,
             format!("cellar: {path} is a cellar table file, not {what}: `cellar dump {path}` decodes it\n")
         );
     }
@@ -570,23 +568,19 @@ fn keys_refuses_a_region_size_of_zero_rows_rather_than_taking_one() -> Result {
         ("--max-rows", "constant"),
         ("--max-rows", "bigtable"),
     ] {
-        let output = assert_cmd::Command::new(common::bin())
-            .args([
-                "keys",
-                "--key",
-                "field(customer)",
-                "--writes",
-                "10",
-                "--policy",
-                policy,
-                switch,
-                "0",
-            ])
-            .output()?;
-        assert_eq!(output.status.code(), Some(1), "{switch} {policy}");
-        assert_eq!(String::from_utf8(output.stdout)?, "");
+        let args = [
+            "keys",
+            "--key",
+            "field(customer)",
+            "--writes",
+            "10",
+            "--policy",
+            policy,
+            switch,
+            "0",
+        ];
         assert_eq!(
-            String::from_utf8(output.stderr)?,
+            fails_without_dir(&args)?,
             "cellar: invalid setting: flush and split sizes must be at least 1 row\n",
             "{switch} {policy}"
         );
@@ -598,37 +592,23 @@ fn keys_refuses_a_region_size_of_zero_rows_rather_than_taking_one() -> Result {
 /// key", and the report went on with a partition key the user did not give.
 #[test]
 fn keys_refuses_more_partition_parts_than_the_key_has() -> Result {
-    let output = assert_cmd::Command::new(common::bin())
-        .args([
-            "keys",
-            "--key",
-            "field(customer) \"#\" field(order_id)",
-            "--writes",
-            "10",
-        ])
-        .args(["--store", "hashed", "--partition-parts", "3"])
-        .output()?;
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(String::from_utf8(output.stdout)?, "");
-    assert_eq!(
-        String::from_utf8(output.stderr)?,
-        "cellar: invalid setting: the partition key is the first 3 value parts, and the key has 2\n"
-    );
-    let whole = ok_on_file(&[
+    let key = "field(customer) \"#\" field(order_id)";
+    let hashed = [
         "keys",
         "--key",
-        "field(customer) \"#\" field(order_id)",
+        key,
         "--writes",
         "10",
         "--store",
         "hashed",
         "--partition-parts",
-        "2",
-    ])?;
-    assert!(
-        whole.starts_with("key: field(customer) \"#\" field(order_id) |\n"),
-        "{whole}"
+    ];
+    assert_eq!(
+        fails_without_dir(&[&hashed[..], &["3"]].concat())?,
+        "cellar: invalid setting: the partition key is the first 3 value parts, and the key has 2\n"
     );
+    let whole = ok_on_file(&[&hashed[..], &["2"]].concat())?;
+    assert!(whole.starts_with(&format!("key: {key} |\n")), "{whole}");
     Ok(())
 }
 
@@ -701,5 +681,26 @@ fn an_argument_that_is_not_utf8_says_how_to_write_its_bytes() -> Result {
         String::from_utf8(output.stderr)?,
         "cellar: an argument is not UTF-8 text: write such bytes as \\xNN escapes (book\\xFF)\n"
     );
+    Ok(())
+}
+
+/// A lesson's folder that is a file, not a folder holding something: the
+/// check before the lessons called it "not empty", which sends the reader
+/// looking for files inside it.
+#[test]
+fn lesson_names_a_lesson_folder_that_is_a_file() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let kept = tmp.path().join("kept");
+    std::fs::create_dir(&kept)?;
+    let layout = kept.join("layout");
+    std::fs::write(&layout, "a file")?;
+    assert_eq!(
+        fails(&kept, &["lesson", "layout"])?,
+        format!(
+            "cellar: {} is a file, not a folder: a lesson builds its store in an empty folder\n",
+            layout.display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&layout)?, "a file");
     Ok(())
 }

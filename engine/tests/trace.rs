@@ -4,7 +4,7 @@
 
 use std::error::Error;
 
-use cellar_engine::{ColumnRange, FamilyOptions, RowRange, Settled, SourceKind, Store, StoreOptions};
+use cellar_engine::{ColumnRange, FamilyOptions, RowRange, Settled, Snapshot, SourceKind, Store, StoreOptions};
 
 type TestResult = Result<(), Box<dyn Error>>;
 
@@ -469,5 +469,37 @@ fn a_visited_row_costs_what_the_same_row_read_whole_costs() -> TestResult {
     let (count, trace) = snapshot.visit_row_traced("f", "book", |_| {})?;
     assert_eq!((count, trace.entries_returned), (2, 2));
     assert_eq!(store.visit_row_traced("f", "book", |_| {})?.0, 0);
+    Ok(())
+}
+
+/// `visit_row_traced` against `get_row_traced` wherever the row lies: the
+/// memtable only, a table file only, both, a row deletion above its cells,
+/// no source at all, and on a snapshot taken before a flush (which still
+/// reads the memtable the flush wrote out).
+#[test]
+fn a_visited_row_costs_what_get_row_costs_wherever_the_row_lies() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), FamilyOptions::default())?;
+    let same = |snapshot: &Snapshot, cells: usize, what: &str| -> TestResult {
+        let (got, whole) = snapshot.get_row_traced("f", "r")?;
+        let (count, visited) = snapshot.visit_row_traced("f", "r", |_| {})?;
+        assert_eq!((got.len(), count), (cells, cells), "{what}");
+        assert_eq!(visited, whole, "{what}");
+        assert_eq!(visited.entries_returned, cells as u64, "{what}");
+        Ok(())
+    };
+    same(&store.snapshot(), 0, "an empty family")?;
+    store.put_at("f", "r", "a", 1, "x")?;
+    store.put_at("f", "r", "b", 1, "y")?;
+    let before_flush = store.snapshot();
+    same(&before_flush, 2, "the memtable only")?;
+    store.flush()?;
+    same(&store.snapshot(), 2, "a table file only")?;
+    same(&before_flush, 2, "a snapshot older than the flush")?;
+    store.put_at("f", "r", "b", 2, "z")?;
+    same(&store.snapshot(), 2, "the memtable and a table file")?;
+    store.delete_row_at("f", "r", 3)?;
+    same(&store.snapshot(), 0, "a row deletion above every cell")?;
+    same(&before_flush, 2, "the old snapshot, after all that")?;
     Ok(())
 }

@@ -167,7 +167,8 @@ pub fn remove(path: &Path) -> io::Result<()> {
 
 /// Creates `path` and any missing folder above it, fsyncing the parent of
 /// each folder it creates, so that the new folders survive a power loss
-/// before anything in them is relied on. Does nothing if `path` exists.
+/// before anything in them is relied on. Does nothing if `path` is a
+/// folder already.
 ///
 /// A file where a folder should be is an error that names the file:
 /// `mkdir` on a path below it would only say "File exists" or "Not a

@@ -384,7 +384,8 @@ impl KeyDesign {
 
     /// Checks that every field the design reads exists in `fields` (plus
     /// `ts`, a workload record's time), and that counts are in range (a
-    /// partition key of no more value parts than the key has).
+    /// partition key of at least one value part and no more than the key
+    /// has).
     pub fn check(&self, workload: &str, fields: &[&str]) -> Result<()> {
         if self.parts.iter().all(Part::is_literal) {
             return Err(Error::InvalidSetting(
@@ -392,6 +393,13 @@ impl KeyDesign {
             ));
         }
         let values = self.parts.iter().filter(|p| !p.is_literal()).count();
+        if self.partition_parts == Some(0) {
+            // Not read as one part, for the same reason as below (the
+            // syntax refuses a `|` before the first value part).
+            return Err(Error::InvalidSetting(
+                "the partition key needs at least one value part".into(),
+            ));
+        }
         if let Some(n) = self.partition_parts.filter(|&n| n > values) {
             // Not cut to the whole key: a report on a partition key the
             // caller did not ask for would look like an answer about theirs.
@@ -491,7 +499,9 @@ impl KeyBuilder {
     pub fn sep(self, text: &str) -> Self {
         self.push(Part::Separator(text.as_bytes().to_vec()))
     }
-    /// Marks the parts so far as the partition key (for hashed stores).
+    /// Marks the parts so far as the partition key (for hashed stores); they
+    /// must hold a value part ([`KeyDesign::check`] refuses a partition key
+    /// of constants only).
     pub fn end_partition_key(mut self) -> Self {
         self.partition_parts = Some(self.parts.iter().filter(|p| !p.is_literal()).count());
         self

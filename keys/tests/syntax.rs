@@ -236,3 +236,24 @@ fn a_character_an_argument_cannot_hold_is_named() {
         }
     }
 }
+
+/// A partition key of no value part (the builder's `end_partition_key`
+/// before any field, or the field set by hand) is refused as the syntax
+/// refuses `"x" | field(customer)`, rather than read as one part: the
+/// design would print as a key its maker did not write.
+#[test]
+fn a_partition_key_of_no_value_part_is_refused() {
+    let built = KeyDesign::builder()
+        .constant("x")
+        .end_partition_key()
+        .field("customer")
+        .build();
+    assert_eq!(built.partition_parts, Some(0));
+    match built.check("orders", &["customer", "order_id"]) {
+        Err(Error::InvalidSetting(what)) => {
+            assert_eq!(what, "the partition key needs at least one value part")
+        }
+        other => panic!("expected an invalid setting, got {other:?}"),
+    }
+    assert!(matches!(parse("\"x\" | field(customer)"), Err(Error::Syntax { .. })));
+}

@@ -295,12 +295,25 @@ impl From<&FamilyStats> for FamilyFigures {
 /// Makes sure `dir` exists and is empty: a lesson measures the store it
 /// builds, and nothing else.
 fn prepare(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let mut entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
-    if entries.next().is_some() {
-        return Err(Error::NotEmpty(dir.to_path_buf()));
+    check_folder(dir)?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
+}
+
+/// Checks, without making anything, that a lesson can build its store in
+/// `dir`: absent, or an empty folder. A caller running several lessons
+/// checks every folder first, so that none runs when a later one would be
+/// refused.
+pub fn check_folder(dir: &Path) -> Result<()> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => match entries.next() {
+            Some(_) => Err(Error::NotEmpty(dir.to_path_buf())),
+            None => Ok(()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        // Not "not empty": there is nothing inside a file to look for.
+        Err(_) if dir.exists() && !dir.is_dir() => Err(Error::NotAFolder(dir.to_path_buf())),
+        Err(e) => Err(Error::io(dir, e)),
     }
-    Ok(())
 }
 
 /// `n` with thousands separators: `263,867` (one function for the tables

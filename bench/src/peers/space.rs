@@ -419,6 +419,13 @@ pub fn count_shadowed(store: &Store, b: &Breakdown, dir: &Path) -> Result<Vec<(O
     Ok(out)
 }
 
+/// Opens (or creates) the scale run's store in `dir`, its family of options
+/// `family`, unsynced as the scale run writes.
+fn open_store(dir: &Path, family: FamilyOptions) -> Result<Store> {
+    let options = StoreOptions::default().sync(SyncPolicy::Never);
+    Ok(Store::open(dir, options.family_with(FAMILY, family))?)
+}
+
 /// The options of the scale run's `cellar-leveled` family (the defaults,
 /// leveled; [`super::cellar::Cellar::open`]).
 pub fn scale_family() -> FamilyOptions {
@@ -435,12 +442,7 @@ pub fn scale_family() -> FamilyOptions {
 /// catch up earlier than an unpaused run would, so the later figures are
 /// close to, not exactly, the unpaused run's.)
 pub fn fill_and_measure(dir: &Path, family: FamilyOptions, num: u64, seed: u64, every: u64) -> Result<String> {
-    let store = Store::open(
-        dir,
-        StoreOptions::default()
-            .sync(SyncPolicy::Never)
-            .family_with(FAMILY, family),
-    )?;
+    let store = open_store(dir, family)?;
     // The scale run's generators, drawn in its order: the same keys and values.
     let mut rng = Rng::new(seed);
     let mut values = Values::new(&mut rng);
@@ -471,13 +473,7 @@ mod tests {
     /// A small leveled store: 6,500 puts over 2,000 keys, flushed every
     /// 1,000 entries, settled.
     fn small_store(dir: &Path) -> Result<(Store, u64)> {
-        let family = scale_family().memtable_max_entries(1000);
-        let store = Store::open(
-            dir,
-            StoreOptions::default()
-                .sync(SyncPolicy::Never)
-                .family_with(FAMILY, family),
-        )?;
+        let store = open_store(dir, scale_family().memtable_max_entries(1000))?;
         let mut rng = Rng::new(7);
         let mut values = Values::new(&mut rng);
         let mut distinct = BTreeSet::new();

@@ -42,8 +42,25 @@ pub fn ok(dir: &Path, args: &[&str]) -> Result<String> {
 /// without a panic.
 pub fn fails(dir: &Path, args: &[&str]) -> Result<String> {
     let output = cellar(dir).args(args).output()?;
-    let stderr = String::from_utf8(output.stderr)?;
-    assert_eq!(output.status.code(), Some(1), "cellar {args:?} should exit 1: {stderr}");
+    failed(output.status.code(), String::from_utf8(output.stderr)?, args)
+}
+
+/// Runs a command without `--dir` (one that reads a file, or `keys`) that
+/// must fail: its stderr, checked as [`fails`] checks it, and nothing on
+/// stdout.
+pub fn fails_without_dir(args: &[&str]) -> Result<String> {
+    let output = Command::new(bin()).args(args).output()?;
+    assert_eq!(
+        String::from_utf8(output.stdout)?,
+        "",
+        "cellar {args:?} printed an answer"
+    );
+    failed(output.status.code(), String::from_utf8(output.stderr)?, args)
+}
+
+/// A failure's exit status 1 and its one line of error, without a panic.
+fn failed(code: Option<i32>, stderr: String, args: &[&str]) -> Result<String> {
+    assert_eq!(code, Some(1), "cellar {args:?} should exit 1: {stderr}");
     assert_eq!(stderr.lines().count(), 1, "one line of error: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     Ok(stderr)

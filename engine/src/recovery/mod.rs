@@ -446,10 +446,14 @@ fn remove_obsolete(
         files::move_to_lost(dir, path)?;
     }
     // One listing for both: the lock is held, so no other handle adds or
-    // removes a segment or a manifest between the two loops.
+    // removes a segment or a manifest between the two loops. It is taken
+    // after this open made its own files (the new segment, the manifest
+    // `record` wrote to), which it spares by number and by path; every
+    // other segment in it was in the listing replay read, so:
     let listing = files::StoreListing::read(dir)?;
-    // Every segment older than the new one is either flushed to tables by
-    // this open or was already flushed by every family.
+    // every segment older than the new one is either flushed to tables by
+    // this open, or was already flushed by every family, or was moved to
+    // `lost/` above.
     for &number in &listing.logs {
         if number < new_log {
             let _ = fs::remove(&log_path(dir, number));
