@@ -4,7 +4,7 @@
 //! phase, its bytes on disk taken apart (`cellar_bench::peers::space`).
 //!
 //! `cargo run --release -p cellar-bench --example space -- --num 10000000 --dir /tmp/space`
-//! (the folder must not hold a store yet; it is kept for `cellar` to inspect).
+//! (an empty or absent folder, else it refuses; the store is kept there for `cellar` to inspect).
 //! `--every N` also settles after every N writes and prints the figure there;
 //! `--trigger`, `--memtable-bytes` and `--tail-copies` change the family's
 //! options from `cellar-leveled`'s (the defaults, leveled).

@@ -24,12 +24,13 @@ pub enum Error {
         /// What the operating system said.
         source: std::io::Error,
     },
-    /// A lesson measures a store it builds from nothing, so it refuses a
-    /// folder that already holds something (it would measure that too).
-    #[error("{0} is not empty: a lesson builds its store in an empty folder")]
+    /// A lesson (or the space measurement) measures a store it builds from
+    /// nothing, so it refuses a folder that already holds something (it
+    /// would measure that too).
+    #[error("{0} is not empty: a store built to be measured needs an empty folder")]
     NotEmpty(PathBuf),
     /// The folder a lesson would build its store in is a file.
-    #[error("{0} is a file, not a folder: a lesson builds its store in an empty folder")]
+    #[error("{0} is a file, not a folder: a store built to be measured needs an empty folder")]
     NotAFolder(PathBuf),
     /// The store's statistics do not list a family the lesson created.
     #[error("the store reports no statistics for family `{0}`")]

@@ -653,7 +653,7 @@ fn lesson_checks_every_folder_it_will_build_in_before_it_starts() -> Result {
     assert_eq!(
         fails(&kept, &["lesson", "all"])?,
         format!(
-            "cellar: {} is not empty: a lesson builds its store in an empty folder\n",
+            "cellar: {} is not empty: a store built to be measured needs an empty folder\n",
             kept.join("layout").display()
         )
     );
@@ -697,7 +697,7 @@ fn lesson_names_a_lesson_folder_that_is_a_file() -> Result {
     assert_eq!(
         fails(&kept, &["lesson", "layout"])?,
         format!(
-            "cellar: {} is a file, not a folder: a lesson builds its store in an empty folder\n",
+            "cellar: {} is a file, not a folder: a store built to be measured needs an empty folder\n",
             layout.display()
         )
     );

@@ -442,6 +442,8 @@ pub fn scale_family() -> FamilyOptions {
 /// catch up earlier than an unpaused run would, so the later figures are
 /// close to, not exactly, the unpaused run's.)
 pub fn fill_and_measure(dir: &Path, family: FamilyOptions, num: u64, seed: u64, every: u64) -> Result<String> {
+    // A store already there would be written to and measured with the new one.
+    crate::lesson::check_folder(dir)?;
     let store = open_store(dir, family)?;
     // The scale run's generators, drawn in its order: the same keys and values.
     let mut rng = Rng::new(seed);
@@ -484,6 +486,27 @@ mod tests {
         }
         store.wait_for_background_work()?;
         Ok((store, distinct.len() as u64))
+    }
+
+    #[test]
+    fn a_folder_already_holding_a_store_is_refused_and_left_alone() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        drop(small_store(dir.path())?);
+        let listing = || -> Result<BTreeSet<(String, u64)>> {
+            let entries = std::fs::read_dir(dir.path()).map_err(|e| Error::io(dir.path(), e))?;
+            entries
+                .map(|entry| {
+                    let entry = entry.map_err(|e| Error::io(dir.path(), e))?;
+                    let len = entry.metadata().map_err(|e| Error::io(entry.path(), e))?.len();
+                    Ok((entry.file_name().to_string_lossy().into_owned(), len))
+                })
+                .collect()
+        };
+        let before = listing()?;
+        let refused = fill_and_measure(dir.path(), scale_family(), 10, 1, 0);
+        assert!(matches!(refused, Err(Error::NotEmpty(_))), "{refused:?}");
+        assert_eq!(listing()?, before, "no file made, removed or written to");
+        Ok(())
     }
 
     #[test]
