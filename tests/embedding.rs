@@ -45,6 +45,12 @@ fn a_crate_that_embeds_cellar_builds_only_the_engine_and_the_table_format() -> T
 
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
+        // The workspace's own target folder holds cargo's answer to its
+        // `rustc -` target probe, taken when this test was built. A fresh
+        // folder would run the probe again, and the probe reads its source
+        // from /dev/null: on a machine where /dev/null is a regular file that
+        // build scripts have written into, it fails.
+        .env("CARGO_TARGET_DIR", workspace_target()?)
         .args([
             "tree",
             "--offline",
@@ -76,4 +82,12 @@ fn a_crate_that_embeds_cellar_builds_only_the_engine_and_the_table_format() -> T
         .collect();
     assert_eq!(unwanted, Vec::<&str>::new(), "an embedder would compile these");
     Ok(())
+}
+
+/// The workspace's target folder: the parent of the folder cargo gives
+/// integration tests for scratch files.
+fn workspace_target() -> Result<&'static Path, Box<dyn std::error::Error>> {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .ok_or_else(|| "CARGO_TARGET_TMPDIR has no parent folder".into())
 }
