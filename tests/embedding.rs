@@ -57,7 +57,7 @@ fn a_crate_that_embeds_cellar_builds_only_the_engine_and_the_table_format() -> T
             "-e",
             "normal",
             "--prefix",
-            "none",
+            "depth",
             "--format",
             "{p}",
         ])
@@ -66,10 +66,8 @@ fn a_crate_that_embeds_cellar_builds_only_the_engine_and_the_table_format() -> T
     let stderr = String::from_utf8(output.stderr)?;
     assert!(output.status.success(), "cargo tree failed: {stderr}");
     let stdout = String::from_utf8(output.stdout)?;
-    let mut names: Vec<&str> = stdout
-        .lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .collect();
+    let tree = parse_tree(&stdout)?;
+    let mut names: Vec<&str> = tree.iter().map(|&(_, name, _)| name).collect();
     names.sort_unstable();
     names.dedup();
 
@@ -81,7 +79,62 @@ fn a_crate_that_embeds_cellar_builds_only_the_engine_and_the_table_format() -> T
         .filter(|name| names.contains(name))
         .collect();
     assert_eq!(unwanted, Vec::<&str>::new(), "an embedder would compile these");
+
+    // README "On a fresh machine" names the dependencies of the engine, the
+    // table format and the file layer: the crates directly under them.
+    let mut direct: Vec<&str> = tree
+        .iter()
+        .filter(|&&(_, name, parent)| {
+            ["cellar-engine", "cellar-sstable", "cellar-fs"].contains(&parent) && !name.starts_with("cellar")
+        })
+        .map(|&(_, name, _)| name)
+        .collect();
+    direct.sort_unstable();
+    direct.dedup();
+    let readme = std::fs::read_to_string(repo.join("README.md"))?;
+    assert_eq!(
+        readme_dependencies(&readme)?,
+        direct,
+        "README's list of an embedder's dependencies"
+    );
     Ok(())
+}
+
+/// The lines of `cargo tree --prefix depth --format {p}` as (depth, crate,
+/// the crate it hangs under; "" for the root).
+fn parse_tree(out: &str) -> Result<Vec<(usize, &str, &str)>, Box<dyn std::error::Error>> {
+    let mut path: Vec<&str> = Vec::new();
+    let mut tree = Vec::new();
+    for line in out.lines().filter(|l| !l.trim().is_empty()) {
+        let digits = line.chars().take_while(char::is_ascii_digit).count();
+        let depth: usize = line.get(..digits).unwrap_or_default().parse()?;
+        let name = line
+            .get(digits..)
+            .and_then(|rest| rest.split_whitespace().next())
+            .ok_or_else(|| format!("a tree line with no crate: {line:?}"))?;
+        path.truncate(depth);
+        let parent = path.last().copied().unwrap_or("");
+        path.push(name);
+        tree.push((depth, name, parent));
+    }
+    Ok(tree)
+}
+
+/// The crates README lists in "their few dependencies (a, b, ...)", sorted
+/// (the sentence may be wrapped anywhere).
+fn readme_dependencies(readme: &str) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let marker = "their few dependencies (";
+    let at = flat
+        .find(marker)
+        .ok_or("README no longer says \"their few dependencies (\"")?;
+    let list = flat
+        .get(at + marker.len()..)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_default();
+    let mut names: Vec<String> = list.split(',').map(|name| name.trim().to_string()).collect();
+    names.sort_unstable();
+    Ok(names)
 }
 
 /// The workspace's target folder: the parent of the folder cargo gives
