@@ -636,7 +636,8 @@ fn every_damage_to_the_manifest_is_reported_at_its_record_and_repair_restores_ev
             &case,
         );
     }
-    println!(
+    // README's Reliability table quotes this line.
+    let line = format!(
         "manifest damage matrix: {} cases (each of its {} bytes flipped, and the file cut at each offset): \
          {} opens fail with a corruption naming the manifest and the first damaged record's offset, changing no file; \
          repair after each brings back every row ({} of {} rows in all)",
@@ -646,6 +647,8 @@ fn every_damage_to_the_manifest_is_reported_at_its_record_and_repair_restores_ev
         tally.repaired_rows,
         tally.repair_expected_rows
     );
+    println!("{line}");
+    cellar_testkit::readme::assert_quoted(&line);
     Ok(())
 }
 
@@ -783,7 +786,8 @@ fn every_damage_to_every_log_segment_is_reported_or_is_a_crash_and_repair_keeps_
             );
         }
     }
-    println!(
+    // README's Reliability table quotes this line.
+    let line = format!(
         "log damage matrix, {} segments: {} cases (each byte flipped, and each segment cut at each offset): \
          {} opens fail with a corruption naming the segment and the damaged record's offset, changing no file; \
          {} (damage a crash can leave at the end of the newest segment) open with exactly the batches before it; \
@@ -796,6 +800,8 @@ fn every_damage_to_every_log_segment_is_reported_or_is_a_crash_and_repair_keeps_
         tally.repaired_rows,
         tally.repair_expected_rows
     );
+    println!("{line}");
+    cellar_testkit::readme::assert_quoted(&line);
     Ok(())
 }
 

@@ -394,9 +394,12 @@ fn every_flip_of_a_compact_record_is_refused_at_it_or_leaves_the_others() {
             }
         }
     }
-    println!(
+    // README's Reliability table quotes this line.
+    let line = format!(
         "{refused} changed records refused as corruption at them (or at the next, for a changed sequence number), \
          {opened} read with every other record intact"
     );
+    println!("{line}");
     assert!(refused > 0 && opened > 0);
+    cellar_testkit::readme::assert_quoted(&line);
 }

@@ -123,11 +123,20 @@ fn store_options() -> StoreOptions {
         .family(CLOCK_FAMILY)
 }
 
+/// Cases per run unless `PROPTEST_CASES` says otherwise.
+const DEFAULT_CASES: u32 = 128;
+
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(128)
+        .unwrap_or(DEFAULT_CASES)
+}
+
+/// README's Reliability table says how many cases a run of this test tries.
+#[test]
+fn the_readme_gives_the_default_number_of_cases() {
+    cellar_testkit::readme::assert_quoted(&format!("{DEFAULT_CASES} cases per run (`PROPTEST_CASES` for more"));
 }
 
 // ---------------------------------------------------------------- operations

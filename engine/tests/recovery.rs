@@ -963,10 +963,13 @@ fn a_middle_manifest_length_running_past_the_end_is_corruption_and_deletes_nothi
         damaged += 1;
     }
     assert!(damaged >= 3, "{damaged} middle records damaged");
-    println!(
-        "a middle manifest record's length run past the end of the file, for each of the {damaged} middle records: \
+    // README's Reliability table quotes what follows the first comma.
+    let outcome = format!(
+        "for each of the {damaged} middle records: \
          the open fails naming the manifest and the record's offset, no file changed; repair restores 3 of 3 rows"
     );
+    println!("a middle manifest record's length run past the end of the file, {outcome}");
+    cellar_testkit::readme::assert_quoted(&outcome);
     Ok(())
 }
 

@@ -8,9 +8,11 @@
 //!   if power failed now, as LevelDB's fault-injection test does.
 //! - [`dirs`]: scratch folders and copies of a store for damage tests.
 //! - [`rng`]: a seeded generator, so a test's random cases replay.
+//! - [`readme`]: whether README.md still quotes what a test prints.
 
 #![deny(missing_docs)]
 
 pub mod dirs;
 pub mod fault;
+pub mod readme;
 pub mod rng;
