@@ -12,7 +12,8 @@
 //! [`log`], [`store`] (the API, then its modules `write`,
 //! `install`, `flush`, `compact` and `background`), [`read`] (the read path:
 //! [`source`], [`merge`], [`visibility`]), [`compaction`] (what to merge and
-//! what to drop), [`manifest`], [`files`], [`recovery`]. Most of these modules
+//! what to drop), [`manifest`], [`files`], [`recovery`], [`inspect`] (the log
+//! and manifest decoded for the dumps). Most of these modules
 //! are private: `cargo doc` renders them all the same, because the
 //! repository's `.cargo/config.toml` documents private items (the code is the
 //! textbook).
