@@ -637,7 +637,7 @@ mod tests {
 
     #[test]
     fn family_names_cannot_be_paths() {
-        for bad in ["", "../x", "a/b", ".", "A", "é", &"a".repeat(65)] {
+        for bad in ["", "../x", "a/b", ".", "A", "é", &"a".repeat(65), "lost"] {
             assert!(
                 matches!(validate_family_name(bad), Err(Error::InvalidFamilyName(_))),
                 "{bad:?}"
