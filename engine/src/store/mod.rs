@@ -2,10 +2,10 @@
 //!
 //! Writes go to the log, then to their family's memtable. Reads take a
 //! [`Snapshot`]. Background threads do the rest: one flushes frozen memtables
-//! to table files, one runs minor compactions, and with
-//! [`SyncPolicy::Interval`] one syncs the log when a write has waited long
-//! enough. They sleep on a condition variable until there is work; nothing
-//! polls.
+//! to table files, one runs minor compactions, and unless every write syncs
+//! ([`SyncPolicy::Always`]) one syncs the log: when a write has waited its
+//! [`SyncPolicy::Interval`], or to write a segment back ahead of its rotation.
+//! They sleep on a condition variable until there is work; nothing polls.
 //!
 //! This file holds the public [`Store`] and the shared state; the work is in
 //! `write` (the write path and group commit), `install` (the one way a new
