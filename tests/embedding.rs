@@ -100,9 +100,12 @@ fn a_crate_that_embeds_cellar_builds_only_the_engine_and_the_table_format() -> T
     Ok(())
 }
 
-/// The lines of `cargo tree --prefix depth --format {p}` as (depth, crate,
-/// the crate it hangs under; "" for the root).
-fn parse_tree(out: &str) -> Result<Vec<(usize, &str, &str)>, Box<dyn std::error::Error>> {
+/// One line of the tree: its depth, the crate, and the crate it hangs under
+/// ("" for the root).
+type TreeLine<'a> = (usize, &'a str, &'a str);
+
+/// The lines of `cargo tree --prefix depth --format {p}`.
+fn parse_tree(out: &str) -> Result<Vec<TreeLine<'_>>, Box<dyn std::error::Error>> {
     let mut path: Vec<&str> = Vec::new();
     let mut tree = Vec::new();
     for line in out.lines().filter(|l| !l.trim().is_empty()) {
