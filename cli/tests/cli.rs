@@ -1318,3 +1318,46 @@ fn drop_family_and_truncate_ask_for_yes_then_delete() -> Result {
     );
     Ok(())
 }
+
+/// The `[default: ...]` that `cellar help create` prints beside `--OPTION`,
+/// up to its first comma (`10, about 1% false positives` is `10`).
+fn help_default<'a>(help: &'a str, option: &str) -> Option<&'a str> {
+    let rest = help.get(help.find(&format!("{option} "))?..)?;
+    let at = rest.find("[default: ")? + "[default: ".len();
+    let value = rest.get(at..)?;
+    value.split([',', ']']).next()
+}
+
+/// The help's defaults are written by hand beside each option: they must say
+/// what a family created without options gets (the engine's
+/// `FamilyOptions::default()`, as `families --json` prints it).
+#[test]
+fn create_help_states_the_defaults_a_new_family_gets() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let help = ok(tmp.path(), &["help", "create"])?;
+    ok(tmp.path(), &["--family", "plain", "create"])?;
+    let families: Value = serde_json::from_str(&ok(tmp.path(), &["--json", "families"])?)?;
+    let plain = &families[0];
+    let number = |field: &str| plain[field].as_u64().map(|n| n.to_string());
+    let expected = [
+        ("--max-versions", number("max_versions")),
+        ("--bloom-bits", number("bloom_bits_per_key")),
+        ("--block-size", number("block_size")),
+        ("--compaction-trigger", number("compaction_trigger")),
+        ("--compaction", plain["compaction"].as_str().map(String::from)),
+        ("--compression", plain["compression"].as_str().map(String::from)),
+        ("--ttl", plain["ttl_ms"].is_null().then(|| "none".to_string())),
+        (
+            "--tail-copies",
+            (plain["tail_copies"] == false).then(|| "off".to_string()),
+        ),
+    ];
+    for (option, value) in expected {
+        assert_eq!(
+            help_default(&help, option),
+            value.as_deref(),
+            "`cellar help create`: the default of {option}"
+        );
+    }
+    Ok(())
+}
