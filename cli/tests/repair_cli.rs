@@ -137,12 +137,15 @@ fn a_damaged_manifest_is_reported_and_repair_brings_back_every_row() -> Result {
         );
         assert!(ok(&dir, &["check"])?.ends_with("3 table file(s) checked, no damage\n"));
     }
-    println!(
+    // README's Reliability table quotes this line.
+    let line = format!(
         "cellar, for each of the {} middle AddTable records of the manifest: `scan` and `check` exit 1 naming the \
          manifest and the record's offset and saying to run `cellar repair`, no table file deleted; `repair` \
          brings back 3 of 3 rows",
         middle.len()
     );
+    println!("{line}");
+    cellar_testkit::readme::assert_quoted(&line);
     Ok(())
 }
 
