@@ -1361,3 +1361,17 @@ fn create_help_states_the_defaults_a_new_family_gets() -> Result {
     }
     Ok(())
 }
+
+/// `alter` keeps every option it is not given, so its help must not print
+/// the create defaults beside them (`--max-versions <N> ... [default: 1]`
+/// reads as "not given: 1").
+#[test]
+#[ignore = "reported to lead: alter's help shows create's [default: ...] for options alter leaves as they are"]
+fn alter_help_gives_no_default_for_the_options_it_leaves_alone() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let help = ok(tmp.path(), &["help", "alter"])?;
+    let with_default: Vec<&str> = help.lines().filter(|l| l.contains("[default: ")).collect();
+    // --dir's default is real: the store folder.
+    assert_eq!(with_default.len(), 1, "{with_default:#?}");
+    Ok(())
+}
