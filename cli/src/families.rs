@@ -130,6 +130,22 @@ pub struct AlterArgs {
     pub no_tail_copies: bool,
 }
 
+/// An option's help without its "[default: ...]": `alter` shares `create`'s
+/// options, but one it is not given stays as the family has it.
+pub fn without_default(arg: clap::Arg) -> clap::Arg {
+    let Some(help) = arg.get_help().map(ToString::to_string) else {
+        return arg;
+    };
+    match (help.find(" [default: "), help.rfind(']')) {
+        (Some(start), Some(end)) if end > start => {
+            let rest = help.get(end + 1..).unwrap_or_default();
+            let trimmed = format!("{}{rest}", help.get(..start).unwrap_or_default());
+            arg.help(trimmed)
+        }
+        _ => arg,
+    }
+}
+
 /// `drop-family FAMILY --yes` and `truncate FAMILY --yes`.
 #[derive(Debug, clap::Args)]
 pub struct ConfirmArgs {

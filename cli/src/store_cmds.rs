@@ -54,6 +54,7 @@ pub enum StoreCommand {
     /// Each column family with its options.
     Families,
     /// Change a family's options; those not given stay as they are.
+    #[command(mut_args(families::without_default))]
     Alter(AlterArgs),
     /// Drop a family: its cells, its files and its name (needs --yes).
     DropFamily(ConfirmArgs),

@@ -1366,7 +1366,6 @@ fn create_help_states_the_defaults_a_new_family_gets() -> Result {
 /// the create defaults beside them (`--max-versions <N> ... [default: 1]`
 /// reads as "not given: 1").
 #[test]
-#[ignore = "reported to lead: alter's help shows create's [default: ...] for options alter leaves as they are"]
 fn alter_help_gives_no_default_for_the_options_it_leaves_alone() -> Result {
     let tmp = tempfile::tempdir()?;
     let help = ok(tmp.path(), &["help", "alter"])?;
