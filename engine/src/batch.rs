@@ -137,12 +137,21 @@ impl WriteBatch {
             self.data.reserve(8 * (row.len() + column.len() + value.len()));
             self.ops.reserve(8);
         }
+        // The cells of a row follow one another: their row is stored once,
+        // so the write path finds it in the same place and need not compare
+        // it byte by byte (see [`same_bytes`]).
+        let last_row = self
+            .ops
+            .last()
+            .map(|last| last.row.clone())
+            .filter(|last| self.data.get(last.clone()) == Some(row));
         let mut append = |bytes: &[u8]| {
             let start = self.data.len();
             self.data.extend_from_slice(bytes);
             start..self.data.len()
         };
-        let (row, column, value) = (append(row), append(column), append(value));
+        let row = last_row.unwrap_or_else(|| append(row));
+        let (column, value) = (append(column), append(value));
         self.ops.push(OpSpan {
             family,
             kind,
@@ -250,6 +259,16 @@ pub(crate) struct OpRef<'a> {
     /// `None` = the store's clock at write time.
     pub timestamp: Option<u64>,
     pub value: &'a [u8],
+}
+
+/// Whether two byte strings are equal, answered without reading them when
+/// they are the same bytes in memory: consecutive operations of a row share
+/// their row in a [`WriteBatch`], and the write path asks of each operation
+/// whether its row is the last one's (to share it in the log record, and
+/// to set the row's filter bits once).
+#[inline]
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    (std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()) || a == b
 }
 
 /// Checks every operation against the documented size limits.
@@ -363,7 +382,7 @@ impl<'o, 'r> Encoder<'o, 'r> {
     pub(crate) fn op(&mut self, family: u32, kind: Kind, timestamp: u64, row: &'r [u8], column: &[u8], value: &[u8]) {
         let out = &mut *self.out;
         let same_family = self.family == Some(family);
-        let same_row = self.row == Some(row);
+        let same_row = self.row.is_some_and(|last| same_bytes(last, row));
         let own_timestamp = timestamp != self.timestamp;
         let mut flags = kind_byte(kind);
         if same_family {
@@ -680,6 +699,28 @@ mod tests {
         .concat();
         assert_eq!(out, expected);
         assert_eq!(decode(&Bytes::from(out)), Ok((41, ops)));
+    }
+
+    #[test]
+    fn the_cells_of_a_row_put_one_after_another_store_their_row_once() {
+        let mut batch = WriteBatch::new();
+        batch
+            .put("f", "row", "a", "1")
+            .put("f", "row", "b", "2")
+            .delete("f", "other", "c");
+        batch.put("f", "row", "d", "3");
+        let ops = batch.op_refs();
+        let rows: Vec<&[u8]> = ops.iter().map(|op| op.row).collect();
+        assert_eq!(rows, [&b"row"[..], b"row", b"other", b"row"]);
+        // The second cell's row is the first's bytes; a row that comes back
+        // after another one is stored again.
+        assert!(std::ptr::eq(ops[0].row.as_ptr(), ops[1].row.as_ptr()));
+        assert!(!std::ptr::eq(ops[1].row.as_ptr(), ops[3].row.as_ptr()));
+        assert_eq!(batch.data.len(), "row".len() * 2 + "other".len() + 4 + 3);
+        // Equal bytes are the same row wherever they lie.
+        assert!(same_bytes(ops[1].row, ops[3].row));
+        assert!(!same_bytes(ops[0].row, ops[2].row));
+        assert!(same_bytes(b"", &ops[2].value[..0]));
     }
 
     #[test]

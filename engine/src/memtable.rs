@@ -252,21 +252,34 @@ impl Inserter<'_> {
     /// are unique because every write has its own sequence number (an entry
     /// under a key already in is left out, and the first stays).
     pub fn insert(&mut self, key: &[u8], value: &[u8], timestamp: u64, sequence: u64, tombstone: bool) {
-        // The row's filter bits before the entry: a reader that can see the
-        // entry can see its bits (the module doc of `row_filter` says why).
-        // The cells of a row written together hash the row once: the bits of
-        // the row of the entry before are set already, and bits are never
-        // cleared.
-        let row = key::row_part(key).unwrap_or(key);
-        let mut filter_bytes = 0;
+        self.enter_row(key::row_part(key).unwrap_or(key));
+        self.insert_in_row(key, value, timestamp, sequence, tombstone);
+    }
+
+    /// Sets the filter bits of `row` (an encoded row prefix, as
+    /// [`key::row_part`] returns), for the entries of that row that
+    /// [`Inserter::insert_in_row`] inserts next. The bits go in before the
+    /// entries: a reader that can see an entry can see its bits (the module
+    /// doc of `row_filter` says why). The cells of a row written together
+    /// hash the row once: the bits of the row of the entry before are set
+    /// already, and bits are never cleared.
+    pub fn enter_row(&mut self, row: &[u8]) {
         if *self.last_row != row {
-            filter_bytes = self.memtable.rows.insert(cellar_sstable::filter_hash(row));
+            self.added.bytes += self.memtable.rows.insert(cellar_sstable::filter_hash(row));
             self.last_row.clear();
             self.last_row.extend_from_slice(row);
         }
+    }
+
+    /// Inserts one entry of the row [`Inserter::enter_row`] entered last
+    /// (its key must start with that row): what [`Inserter::insert`] does,
+    /// without finding the row in the key and comparing it to the last one,
+    /// for a writer that knows where its rows change.
+    pub fn insert_in_row(&mut self, key: &[u8], value: &[u8], timestamp: u64, sequence: u64, tombstone: bool) {
+        debug_assert!(key.starts_with(&self.last_row), "an entry outside the row entered");
         let (inserted, allocated) = self.list.insert(key, value);
         let added = &mut self.added;
-        added.bytes += filter_bytes + allocated;
+        added.bytes += allocated;
         if !inserted {
             return;
         }

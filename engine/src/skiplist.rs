@@ -101,13 +101,21 @@ pub(crate) const fn min_entry_bytes(key_len: usize) -> usize {
 
 /// A key's inline head: its first 32 bytes, zero-padded, as big-endian words.
 fn head_of(key: &[u8]) -> [u64; HEAD_WORDS] {
+    // A key of 32 bytes or more is read in place, four word loads; only a
+    // shorter one is copied out to be padded (a copy of unknown length is a
+    // call to `memcpy`, once per insert and per search).
     let mut padded = [0u8; HEAD_BYTES];
-    let n = key.len().min(HEAD_BYTES);
-    if let (Some(dst), Some(src)) = (padded.get_mut(..n), key.get(..n)) {
-        dst.copy_from_slice(src);
-    }
+    let bytes = match key.first_chunk::<HEAD_BYTES>() {
+        Some(first) => first,
+        None => {
+            if let Some(dst) = padded.get_mut(..key.len()) {
+                dst.copy_from_slice(key);
+            }
+            &padded
+        }
+    };
     let mut head = [0u64; HEAD_WORDS];
-    for (word, chunk) in head.iter_mut().zip(padded.chunks_exact(8)) {
+    for (word, chunk) in head.iter_mut().zip(bytes.chunks_exact(8)) {
         let mut b = [0u8; 8];
         b.copy_from_slice(chunk);
         *word = u64::from_be_bytes(b);

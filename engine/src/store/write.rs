@@ -202,15 +202,16 @@ impl Inner {
             for (i, (op, &(_, ts))) in ops.iter().zip(&w.resolved).enumerate().take(run.end).skip(run.start) {
                 let seq = first + i as u64;
                 match row {
-                    Some((same, len)) if same == op.row => w.key.truncate(len),
+                    Some((same, len)) if batch::same_bytes(same, op.row) => w.key.truncate(len),
                     _ => {
                         w.key.clear();
                         key::row_prefix_into(op.row, &mut w.key);
+                        inserter.enter_row(&w.key);
                         row = Some((op.row, w.key.len()));
                     }
                 }
                 key::encode_after_row_into(&mut w.key, op.column, ts, seq, op.kind);
-                inserter.insert(&w.key, op.value, ts, seq, op.kind.is_tombstone());
+                inserter.insert_in_row(&w.key, op.value, ts, seq, op.kind.is_tombstone());
                 user_bytes += (op.row.len() + op.column.len() + op.value.len()) as u64;
             }
             drop(inserter);
