@@ -13,7 +13,7 @@
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::source::Cursor;
+use crate::source::{BlockWalk, Cursor};
 
 /// A k-way merge of cursors by key.
 pub(crate) struct MergeIterator {
@@ -25,6 +25,9 @@ pub(crate) struct MergeIterator {
     /// they are: the top then stays on top if it is still before the smaller
     /// one, one comparison instead of two.
     smaller_child: Option<usize>,
+    /// The key a walk of the top cursor's block stays below (see
+    /// [`MergeIterator::walk_block`]), kept so that it is allocated once.
+    bound: Vec<u8>,
 }
 
 impl MergeIterator {
@@ -37,6 +40,7 @@ impl MergeIterator {
             cursors,
             heap,
             smaller_child: None,
+            bound: Vec::new(),
         };
         for i in (0..merge.heap.len() / 2).rev() {
             merge.sift_down(i);
@@ -128,20 +132,62 @@ impl MergeIterator {
         Ok(())
     }
 
+    /// Walks the data block the top cursor stands in (see
+    /// [`Cursor::walk_block`]) for as long as the top stays the smallest:
+    /// while its keys are below the current key of the cursor that would
+    /// come next (the top's smaller child), the merged stream is that
+    /// cursor's own, and the walk takes its entries in one loop. When it
+    /// stops, the heap is restored as after [`MergeIterator::next`]. With no
+    /// cursor (or the top over a memtable) nothing is walked
+    /// ([`BlockWalk::Declined`]).
+    pub fn walk_block(&mut self, visit: impl FnMut(&[u8], &[u8]) -> bool) -> Result<BlockWalk> {
+        let Some(&top) = self.heap.first() else {
+            return Ok(BlockWalk::Declined);
+        };
+        // The next cursor's key, copied (it lies in another cursor, and the
+        // walk moves the top): one copy a walk, not a comparison's setup per entry.
+        let bounded = self.heap.len() > 1;
+        if bounded {
+            let child = self.smaller_child();
+            let next = self.heap.get(child).and_then(|&i| self.cursors.get(i));
+            self.bound.clear();
+            self.bound.extend_from_slice(next.map(Cursor::key).unwrap_or_default());
+        }
+        let Some(cursor) = self.cursors.get_mut(top) else {
+            return Ok(BlockWalk::Declined);
+        };
+        let walked = cursor.walk_block(bounded.then_some(self.bound.as_slice()), visit)?;
+        if walked == BlockWalk::Declined {
+            return Ok(walked);
+        }
+        if !cursor.valid() {
+            self.heap.swap_remove(0);
+            self.smaller_child = None;
+        }
+        self.settle_top();
+        Ok(walked)
+    }
+
+    /// The heap position (1 or 2) of the top's smaller child (with two or
+    /// more cursors), remembered until a child moves.
+    fn smaller_child(&mut self) -> usize {
+        match self.smaller_child {
+            Some(child) => child,
+            None => {
+                let child = if self.heap.len() > 2 && self.less(2, 1) { 2 } else { 1 };
+                self.smaller_child = Some(child);
+                child
+            }
+        }
+    }
+
     /// Restores the heap after the top cursor moved (its children did not).
     fn settle_top(&mut self) {
         let len = self.heap.len();
         if len < 2 {
             return;
         }
-        let child = match self.smaller_child {
-            Some(child) => child,
-            None => {
-                let child = if len > 2 && self.less(2, 1) { 2 } else { 1 };
-                self.smaller_child = Some(child);
-                child
-            }
-        };
+        let child = self.smaller_child();
         if self.less(0, child) {
             return;
         }

@@ -30,7 +30,7 @@ use cellar_sstable::ReadCost;
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
 use crate::merge::MergeIterator;
-use crate::source::{sources, Cursor, RowKey, Source};
+use crate::source::{sources, BlockWalk, Cursor, RowKey, Source};
 use crate::trace::{Settled, SourceKind, SourceTrace, Trace};
 use crate::version::{FamilyVersion, TableFile, Version};
 use crate::visibility::{Verdict, Visibility};
@@ -371,8 +371,7 @@ impl Snapshot {
         let mut visited = 0;
         while read.stop_at_visible()? {
             // The read keeps no copy of its row: the cell is lent the caller's.
-            read.lend_cell(&mut |cell| visit(CellRef { row, ..cell }))?;
-            visited += 1;
+            visited += read.lend_cells(&mut |cell| visit(CellRef { row, ..cell }))?;
         }
         Ok((visited, read))
     }
@@ -564,6 +563,19 @@ impl OverlappingFiles {
         }
         self.stretch.contains(&table)
     }
+}
+
+/// What [`RangeRead::lend_cells`] does with the next entry of a block.
+enum Next {
+    /// Lend it: a visible cell of the row, with its timestamp and where its
+    /// escaped column lies in its key.
+    Lend(u64, std::ops::Range<usize>),
+    /// Pass it: the rule hides it (its verdict is taken).
+    Pass,
+    /// Leave it, unjudged, to the entry-by-entry walk.
+    Stop,
+    /// Its key does not decode.
+    Damaged,
 }
 
 /// A merged, visibility-filtered walk over one family's key range.
@@ -822,6 +834,113 @@ impl RangeRead {
         self.merge.next()
     }
 
+    /// Lends the visible entry [`RangeRead::stop_at_visible`] stopped on to
+    /// `visit`, as [`RangeRead::lend_cell`] does, then goes on lending the
+    /// visible cells of the same row that follow it in the same data block,
+    /// in one loop, while the merge's top cursor is over a table (a single
+    /// file, or a run's) and stays on top. Returns the number of cells lent.
+    ///
+    /// The loop is the read's own walk with the layers between a cell and
+    /// its block taken out: each entry is decoded by the block, checked and
+    /// counted by the cursor ([`Cursor::walk_block`](crate::source::Cursor::walk_block)),
+    /// judged by the visibility rule, and lent. Whatever is not the plain
+    /// case stops it where the entry-by-entry walk takes over with nothing
+    /// lost: the end of the block, another source's turn, the first entry of a new
+    /// row, and an entry of a cell already settled (whose versions
+    /// [`RangeRead::skip_settled_cell`] steps or seeks past). Either way the
+    /// read examines and reads exactly the same entries and blocks.
+    fn lend_cells(&mut self, visit: &mut impl FnMut(CellRef<'_>)) -> Result<usize> {
+        let RangeRead {
+            merge,
+            visibility,
+            row,
+            new_row,
+            timestamp,
+            column,
+            unescaped,
+            versions_piled,
+            column_at,
+            one_row,
+            ..
+        } = self;
+        let (mut lent, mut first, mut damaged) = (0, true, false);
+        let walked = merge.walk_block(|entry_key, value| {
+            if !first {
+                match Self::judge_next(visibility, versions_piled, *one_row, entry_key) {
+                    Next::Lend(ts, escaped) => {
+                        (*timestamp, *column, *new_row) = (ts, escaped, false);
+                    }
+                    Next::Pass => return true,
+                    Next::Stop => return false,
+                    Next::Damaged => {
+                        damaged = true;
+                        return false;
+                    }
+                }
+            }
+            first = false;
+            let escaped = entry_key.get(column.clone()).unwrap_or_default();
+            let name = if escaped.contains(&0) {
+                unescaped.clear();
+                key::unescape_into(escaped, unescaped);
+                unescaped.as_slice()
+            } else {
+                escaped
+            };
+            visit(CellRef {
+                row: row.as_slice(),
+                column: name,
+                timestamp: *timestamp,
+                value,
+            });
+            *column_at += 1;
+            lent += 1;
+            true
+        })?;
+        if damaged {
+            return Err(self.merge.undecodable_key());
+        }
+        match walked {
+            BlockWalk::Declined => {
+                self.lend_cell(visit)?;
+                return Ok(1);
+            }
+            BlockWalk::Stopped => {}
+            BlockWalk::BlockEnd => self.merge.next()?,
+        }
+        Ok(lent)
+    }
+
+    /// [`RangeRead::stop_at_visible`]'s step on one entry, for
+    /// [`RangeRead::lend_cells`]: whether to lend it (its timestamp and where
+    /// its escaped column lies), pass it, or stop before it and leave it to
+    /// the entry-by-entry walk (it starts a row, or it is of a settled cell:
+    /// neither is judged here, so the walk meets it exactly as it would have).
+    #[inline]
+    fn judge_next(visibility: &mut Visibility, versions_piled: &mut bool, one_row: bool, entry_key: &[u8]) -> Next {
+        if visibility.cell_settled() {
+            if visibility.in_cell(entry_key) {
+                return Next::Stop;
+            }
+            // What `skip_settled_cell` concludes on a cell with no version left.
+            *versions_piled = false;
+        }
+        if !one_row && !key::prefix(entry_key).starts_with(visibility.row()) {
+            return Next::Stop;
+        }
+        match visibility.judge(entry_key) {
+            None => Next::Damaged,
+            Some(Verdict::Visible) => {
+                let row_len = visibility.row().len();
+                match (escaped_column(entry_key, visibility.row()), key::suffix(entry_key)) {
+                    (Some(column), Some((ts, _, _))) => Next::Lend(ts, row_len..row_len + column.len()),
+                    _ => Next::Damaged,
+                }
+            }
+            Some(_) => Next::Pass,
+        }
+    }
+
     /// The next visible cell. Its row is [`RangeRead::row`]; `new_row` says
     /// whether it starts a row.
     #[inline]
@@ -993,8 +1112,7 @@ impl Scan {
                 if !self.read.stop_at_visible()? {
                     return Ok(false);
                 }
-                self.read.lend_cell(&mut visit)?;
-                width += 1;
+                width += self.read.lend_cells(&mut visit)?;
             }
         }
         // The first cell of the next row is read now, as the iterator
@@ -1021,8 +1139,7 @@ impl Scan {
                 self.ahead = ReadAhead::Copied(timestamp);
                 break;
             }
-            self.read.lend_cell(&mut visit)?;
-            width += 1;
+            width += self.read.lend_cells(&mut visit)?;
         }
         self.last_width = width;
         self.remaining -= 1;

@@ -814,6 +814,24 @@ impl TableIter {
         }
     }
 
+    /// Walks the entries of the data block in hand (see [`BlockIter::walk`]):
+    /// `visit` is handed the current entry and, while it answers true, each
+    /// later entry of the same block. Nothing is read: at the block's end the
+    /// walk stops on its last entry, and [`TableIter::next`] moves on through
+    /// the choke point as always. Returns true when `visit` declined an entry
+    /// (the iterator stays on it). A damaged entry is an error, after which
+    /// the iterator is invalid, as after [`TableIter::next`].
+    pub fn walk_block(&mut self, visit: impl FnMut(&[u8], &[u8]) -> bool) -> Result<bool> {
+        let Some(block) = &mut self.block else {
+            return Ok(false);
+        };
+        let result = block.walk(visit);
+        if result.is_err() {
+            self.block = None;
+        }
+        result
+    }
+
     /// What this iterator has read so far.
     pub fn cost(&self) -> &ReadCost {
         &self.cost
