@@ -1491,6 +1491,130 @@ mod tests {
         Ok(())
     }
 
+    /// A store whose rows of many cells hold every case a walk inside a
+    /// block meets: versions piled up (more than a read steps over before it
+    /// seeks), cell and row deletions, expired cells, entries written after
+    /// a snapshot, zero bytes in column names; spread over a compacted run of
+    /// files, a newer file and the memtable, in blocks of a few entries. Also
+    /// the snapshot taken in the middle. `seed` varies what is written.
+    fn store_of_wide_rows(dir: &std::path::Path, seed: u64) -> crate::Result<(Store, crate::Snapshot)> {
+        use crate::FamilyOptions;
+        use std::time::Duration;
+        let family = FamilyOptions::default()
+            .max_versions(20)
+            .ttl(Duration::from_secs(3600))
+            .block_size(160)
+            .target_file_entries(150)
+            .compaction_trigger(0);
+        let store = Store::open(dir, StoreOptions::default().family_with("f", family))?;
+        let now = crate::clock::now_ms();
+        let expired = now - 7_200_000;
+        let mut state = seed | 1;
+        let mut random = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let column = |c: u64| match c % 7 {
+            0 => format!("z\0{c:02}"),
+            _ => format!("c{c:02}"),
+        };
+        let mut ts = now - 1000;
+        let mut write = |store: &Store, rows: &[u64], random: &mut dyn FnMut(u64) -> u64| -> crate::Result<()> {
+            for &row in rows {
+                let name = format!("r{row}");
+                for c in 0..40u64 {
+                    ts += 1;
+                    let when = if random(9) == 0 { expired + c } else { ts };
+                    match random(20) {
+                        0 => store.delete_at("f", &name, column(c), when)?,
+                        1..=3 => {}
+                        4 => {
+                            // A warm cell: a few versions, which a read steps over.
+                            for v in 0..3 {
+                                store.put_at("f", &name, column(c), ts + v, format!("{row}.{c}.{v}"))?;
+                            }
+                        }
+                        5 => {
+                            // A hot cell: many versions, some expired.
+                            for v in 0..12 {
+                                let when = if v % 5 == 4 { expired + v } else { ts + v };
+                                store.put_at("f", &name, column(c), when, format!("{row}.{c}.{v}"))?;
+                            }
+                        }
+                        _ => store.put_at("f", &name, column(c), when, format!("{row}.{c}@{when}"))?,
+                    }
+                }
+                match random(6) {
+                    0 => store.delete_row_at("f", &name, ts - random(30))?,
+                    1 => store.delete_row_at("f", &name, expired)?,
+                    _ => {}
+                }
+            }
+            Ok(())
+        };
+        // Later writes leave some rows side by side in the files alone (a
+        // scan walks from one into the next inside a block), and pile
+        // versions of others across sources.
+        write(&store, &[0, 1, 2, 3, 4, 5, 6, 7], &mut random)?;
+        store.flush()?;
+        store.compact("f")?;
+        write(&store, &[0, 1, 2, 3], &mut random)?;
+        let snapshot = store.snapshot();
+        write(&store, &[2, 3, 4, 5], &mut random)?;
+        store.flush()?;
+        write(&store, &[0, 3, 6], &mut random)?;
+        Ok((store, snapshot))
+    }
+
+    #[test]
+    fn a_row_walked_inside_its_blocks_lends_and_costs_what_the_entry_by_entry_walk_returns() -> crate::Result<()> {
+        for seed in [1, 7, 42, 1234] {
+            let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
+            let (store, then) = store_of_wide_rows(dir.path(), seed)?;
+            let files = store.snapshot().family("f")?.tables.len();
+            assert!(files >= 3, "{files} files");
+            for snapshot in [then, store.snapshot()] {
+                let mut nonempty = 0;
+                for row in ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "q"] {
+                    let mut lent = Vec::new();
+                    let (count, visited) = snapshot.visit_row_traced("f", row, |c| lent.push(owned(c)))?;
+                    let (cells, returned) = snapshot.get_row_traced("f", row)?;
+                    let cells: Vec<Lent> = cells
+                        .into_iter()
+                        .map(|c| (row.as_bytes().to_vec(), c.column.to_vec(), c.timestamp, c.value.to_vec()))
+                        .collect();
+                    assert_eq!((count, &lent), (cells.len(), &cells), "seed {seed}, row {row}");
+                    assert_eq!(visited, returned, "seed {seed}, row {row}");
+                    nonempty += usize::from(count > 0);
+                }
+                assert!(nonempty >= 4, "seed {seed}: {nonempty} rows with cells");
+                for range in [
+                    RowRange::all(),
+                    RowRange::all().limit(3),
+                    RowRange::between("r2", "r6"),
+                    RowRange::prefix("r7"),
+                ] {
+                    let mut rows = snapshot.scan("f", &range)?;
+                    let mut iterated = Vec::new();
+                    for row in rows.by_ref() {
+                        let row = row?;
+                        for c in row.cells {
+                            iterated.push((row.key.to_vec(), c.column.to_vec(), c.timestamp, c.value.to_vec()));
+                        }
+                    }
+                    let mut visits = snapshot.scan("f", &range)?;
+                    let mut lent = Vec::new();
+                    while visits.visit_row(|c| lent.push(owned(c)))? {}
+                    assert_eq!(lent, iterated, "seed {seed}, {range:?}");
+                    assert_eq!(visits.trace(), rows.trace(), "seed {seed}, {range:?}");
+                }
+            }
+        }
+        Ok(())
+    }
+
     #[test]
     fn a_scan_may_mix_visited_and_returned_rows() -> crate::Result<()> {
         let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
