@@ -1583,7 +1583,14 @@ mod tests {
                     let (cells, returned) = snapshot.get_row_traced("f", row)?;
                     let cells: Vec<Lent> = cells
                         .into_iter()
-                        .map(|c| (row.as_bytes().to_vec(), c.column.to_vec(), c.timestamp, c.value.to_vec()))
+                        .map(|c| {
+                            (
+                                row.as_bytes().to_vec(),
+                                c.column.to_vec(),
+                                c.timestamp,
+                                c.value.to_vec(),
+                            )
+                        })
                         .collect();
                     assert_eq!((count, &lent), (cells.len(), &cells), "seed {seed}, row {row}");
                     assert_eq!(visited, returned, "seed {seed}, row {row}");
