@@ -144,6 +144,9 @@ impl MergeIterator {
         let Some(&top) = self.heap.first() else {
             return Ok(BlockWalk::Declined);
         };
+        if !self.cursors.get(top).is_some_and(Cursor::walks_blocks) {
+            return Ok(BlockWalk::Declined);
+        }
         // The next cursor's key, copied (it lies in another cursor, and the
         // walk moves the top): one copy a walk, not a comparison's setup per entry.
         let bounded = self.heap.len() > 1;

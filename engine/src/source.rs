@@ -438,6 +438,13 @@ impl Cursor {
         Ok(())
     }
 
+    /// Whether [`Cursor::walk_block`] would walk: the cursor is on an entry
+    /// of a table (a memtable's entries are not in blocks).
+    #[inline]
+    pub fn walks_blocks(&self) -> bool {
+        self.valid && !matches!(self.inner, CursorInner::Mem(_))
+    }
+
     /// Walks the entries of the data block in hand, from the current one, in
     /// one loop (see [`TableIter::walk_block`]): `visit` is handed each entry
     /// of the range while it answers true ("done with it, go on"). Each entry
