@@ -25,9 +25,6 @@ pub(crate) struct MergeIterator {
     /// they are: the top then stays on top if it is still before the smaller
     /// one, one comparison instead of two.
     smaller_child: Option<usize>,
-    /// The key a walk of the top cursor's block stays below (see
-    /// [`MergeIterator::walk_block`]), kept so that it is allocated once.
-    bound: Vec<u8>,
 }
 
 impl MergeIterator {
@@ -40,7 +37,6 @@ impl MergeIterator {
             cursors,
             heap,
             smaller_child: None,
-            bound: Vec::new(),
         };
         for i in (0..merge.heap.len() / 2).rev() {
             merge.sift_down(i);
@@ -147,23 +143,26 @@ impl MergeIterator {
         if !self.cursors.get(top).is_some_and(Cursor::walks_blocks) {
             return Ok(BlockWalk::Declined);
         }
-        // The next cursor's key, copied (it lies in another cursor, and the
-        // walk moves the top): one copy a walk, not a comparison's setup per entry.
-        let bounded = self.heap.len() > 1;
-        if bounded {
-            let child = self.smaller_child();
-            let next = self.heap.get(child).and_then(|&i| self.cursors.get(i));
-            self.bound.clear();
-            self.bound.extend_from_slice(next.map(Cursor::key).unwrap_or_default());
-        }
-        let Some(cursor) = self.cursors.get_mut(top) else {
-            return Ok(BlockWalk::Declined);
+        // The walk stays below the key of the cursor that would come next,
+        // borrowed where it lies (that cursor does not move meanwhile).
+        let walked = match self.heap.len() {
+            1 => match self.cursors.get_mut(top) {
+                Some(cursor) => cursor.walk_block(None, visit)?,
+                None => return Ok(BlockWalk::Declined),
+            },
+            _ => {
+                let child = self.smaller_child();
+                let next = self.heap.get(child).copied().unwrap_or(top);
+                let Ok([cursor, next]) = self.cursors.get_disjoint_mut([top, next]) else {
+                    return Ok(BlockWalk::Declined);
+                };
+                cursor.walk_block(Some(next.key()), visit)?
+            }
         };
-        let walked = cursor.walk_block(bounded.then_some(self.bound.as_slice()), visit)?;
         if walked == BlockWalk::Declined {
             return Ok(walked);
         }
-        if !cursor.valid() {
+        if !self.cursors.get(top).is_some_and(Cursor::valid) {
             self.heap.swap_remove(0);
             self.smaller_child = None;
         }
