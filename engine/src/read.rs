@@ -20,6 +20,14 @@
 //!   in, for a caller that looks at each cell and moves on: no handle to
 //!   count up and down, no vector to build. Both walk exactly the same
 //!   entries.
+//! * A visitor's cells are walked inside their data block where they can be
+//!   (`RangeRead::lend_cells`): while the merge's top cursor is over a table
+//!   and stays on top, each entry is decoded, counted, judged and lent in one
+//!   loop, with no call through the merge, the cursor and the table per
+//!   cell (a row of a hundred small cells pays those layers a hundred times
+//!   otherwise). A block's end, another source's turn, a new row and a
+//!   settled cell's versions go entry by entry. Both ways read, count and
+//!   return the same.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
