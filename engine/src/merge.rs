@@ -13,7 +13,7 @@
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::source::Cursor;
+use crate::source::{BlockWalk, Cursor};
 
 /// A k-way merge of cursors by key.
 pub(crate) struct MergeIterator {
@@ -128,20 +128,68 @@ impl MergeIterator {
         Ok(())
     }
 
+    /// Walks the data block the top cursor stands in (see
+    /// [`Cursor::walk_block`]) for as long as the top stays the smallest:
+    /// while its keys are below the current key of the cursor that would
+    /// come next (the top's smaller child), the merged stream is that
+    /// cursor's own, and the walk takes its entries in one loop. When it
+    /// stops, the heap is restored as after [`MergeIterator::next`]. With no
+    /// cursor (or the top over a memtable) nothing is walked
+    /// ([`BlockWalk::Declined`]).
+    pub fn walk_block(&mut self, visit: impl FnMut(&[u8], &[u8]) -> bool) -> Result<BlockWalk> {
+        let Some(&top) = self.heap.first() else {
+            return Ok(BlockWalk::Declined);
+        };
+        if !self.cursors.get(top).is_some_and(Cursor::walks_blocks) {
+            return Ok(BlockWalk::Declined);
+        }
+        // The walk stays below the key of the cursor that would come next,
+        // borrowed where it lies (that cursor does not move meanwhile).
+        let walked = match self.heap.len() {
+            1 => match self.cursors.get_mut(top) {
+                Some(cursor) => cursor.walk_block(None, visit)?,
+                None => return Ok(BlockWalk::Declined),
+            },
+            _ => {
+                let child = self.smaller_child();
+                let next = self.heap.get(child).copied().unwrap_or(top);
+                let Ok([cursor, next]) = self.cursors.get_disjoint_mut([top, next]) else {
+                    return Ok(BlockWalk::Declined);
+                };
+                cursor.walk_block(Some(next.key()), visit)?
+            }
+        };
+        if walked == BlockWalk::Declined {
+            return Ok(walked);
+        }
+        if !self.cursors.get(top).is_some_and(Cursor::valid) {
+            self.heap.swap_remove(0);
+            self.smaller_child = None;
+        }
+        self.settle_top();
+        Ok(walked)
+    }
+
+    /// The heap position (1 or 2) of the top's smaller child (with two or
+    /// more cursors), remembered until a child moves.
+    fn smaller_child(&mut self) -> usize {
+        match self.smaller_child {
+            Some(child) => child,
+            None => {
+                let child = if self.heap.len() > 2 && self.less(2, 1) { 2 } else { 1 };
+                self.smaller_child = Some(child);
+                child
+            }
+        }
+    }
+
     /// Restores the heap after the top cursor moved (its children did not).
     fn settle_top(&mut self) {
         let len = self.heap.len();
         if len < 2 {
             return;
         }
-        let child = match self.smaller_child {
-            Some(child) => child,
-            None => {
-                let child = if len > 2 && self.less(2, 1) { 2 } else { 1 };
-                self.smaller_child = Some(child);
-                child
-            }
-        };
+        let child = self.smaller_child();
         if self.less(0, child) {
             return;
         }

@@ -20,6 +20,14 @@
 //!   in, for a caller that looks at each cell and moves on: no handle to
 //!   count up and down, no vector to build. Both walk exactly the same
 //!   entries.
+//! * A visitor's cells are walked inside their data block where they can be
+//!   (`RangeRead::lend_cells`): while the merge's top cursor is over a table
+//!   and stays on top, each entry is decoded, counted, judged and lent in one
+//!   loop, with no call through the merge, the cursor and the table per
+//!   cell (a row of a hundred small cells pays those layers a hundred times
+//!   otherwise). A block's end, another source's turn, a new row and a
+//!   settled cell's versions go entry by entry. Both ways read, count and
+//!   return the same.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -30,7 +38,7 @@ use cellar_sstable::ReadCost;
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
 use crate::merge::MergeIterator;
-use crate::source::{sources, Cursor, RowKey, Source};
+use crate::source::{sources, BlockWalk, Cursor, RowKey, Source};
 use crate::trace::{Settled, SourceKind, SourceTrace, Trace};
 use crate::version::{FamilyVersion, TableFile, Version};
 use crate::visibility::{Verdict, Visibility};
@@ -371,8 +379,7 @@ impl Snapshot {
         let mut visited = 0;
         while read.stop_at_visible()? {
             // The read keeps no copy of its row: the cell is lent the caller's.
-            read.lend_cell(&mut |cell| visit(CellRef { row, ..cell }))?;
-            visited += 1;
+            visited += read.lend_cells(&mut |cell| visit(CellRef { row, ..cell }))?;
         }
         Ok((visited, read))
     }
@@ -564,6 +571,19 @@ impl OverlappingFiles {
         }
         self.stretch.contains(&table)
     }
+}
+
+/// What [`RangeRead::lend_cells`] does with the next entry of a block.
+enum Next {
+    /// Lend it: a visible cell of the row, with its timestamp and where its
+    /// escaped column lies in its key.
+    Lend(u64, std::ops::Range<usize>),
+    /// Pass it: the rule hides it (its verdict is taken).
+    Pass,
+    /// Leave it, unjudged, to the entry-by-entry walk.
+    Stop,
+    /// Its key does not decode.
+    Damaged,
 }
 
 /// A merged, visibility-filtered walk over one family's key range.
@@ -822,6 +842,113 @@ impl RangeRead {
         self.merge.next()
     }
 
+    /// Lends the visible entry [`RangeRead::stop_at_visible`] stopped on to
+    /// `visit`, as [`RangeRead::lend_cell`] does, then goes on lending the
+    /// visible cells of the same row that follow it in the same data block,
+    /// in one loop, while the merge's top cursor is over a table (a single
+    /// file, or a run's) and stays on top. Returns the number of cells lent.
+    ///
+    /// The loop is the read's own walk with the layers between a cell and
+    /// its block taken out: each entry is decoded by the block, checked and
+    /// counted by the cursor ([`Cursor::walk_block`](crate::source::Cursor::walk_block)),
+    /// judged by the visibility rule, and lent. Whatever is not the plain
+    /// case stops it where the entry-by-entry walk takes over with nothing
+    /// lost: the end of the block, another source's turn, the first entry of a new
+    /// row, and an entry of a cell already settled (whose versions
+    /// [`RangeRead::skip_settled_cell`] steps or seeks past). Either way the
+    /// read examines and reads exactly the same entries and blocks.
+    fn lend_cells(&mut self, visit: &mut impl FnMut(CellRef<'_>)) -> Result<usize> {
+        let RangeRead {
+            merge,
+            visibility,
+            row,
+            new_row,
+            timestamp,
+            column,
+            unescaped,
+            versions_piled,
+            column_at,
+            one_row,
+            ..
+        } = self;
+        let (mut lent, mut first, mut damaged) = (0, true, false);
+        let walked = merge.walk_block(|entry_key, value| {
+            if !first {
+                match Self::judge_next(visibility, versions_piled, *one_row, entry_key) {
+                    Next::Lend(ts, escaped) => {
+                        (*timestamp, *column, *new_row) = (ts, escaped, false);
+                    }
+                    Next::Pass => return true,
+                    Next::Stop => return false,
+                    Next::Damaged => {
+                        damaged = true;
+                        return false;
+                    }
+                }
+            }
+            first = false;
+            let escaped = entry_key.get(column.clone()).unwrap_or_default();
+            let name = if escaped.contains(&0) {
+                unescaped.clear();
+                key::unescape_into(escaped, unescaped);
+                unescaped.as_slice()
+            } else {
+                escaped
+            };
+            visit(CellRef {
+                row: row.as_slice(),
+                column: name,
+                timestamp: *timestamp,
+                value,
+            });
+            *column_at += 1;
+            lent += 1;
+            true
+        })?;
+        if damaged {
+            return Err(self.merge.undecodable_key());
+        }
+        match walked {
+            BlockWalk::Declined => {
+                self.lend_cell(visit)?;
+                return Ok(1);
+            }
+            BlockWalk::Stopped => {}
+            BlockWalk::BlockEnd => self.merge.next()?,
+        }
+        Ok(lent)
+    }
+
+    /// [`RangeRead::stop_at_visible`]'s step on one entry, for
+    /// [`RangeRead::lend_cells`]: whether to lend it (its timestamp and where
+    /// its escaped column lies), pass it, or stop before it and leave it to
+    /// the entry-by-entry walk (it starts a row, or it is of a settled cell:
+    /// neither is judged here, so the walk meets it exactly as it would have).
+    #[inline]
+    fn judge_next(visibility: &mut Visibility, versions_piled: &mut bool, one_row: bool, entry_key: &[u8]) -> Next {
+        if visibility.cell_settled() {
+            if visibility.in_cell(entry_key) {
+                return Next::Stop;
+            }
+            // What `skip_settled_cell` concludes on a cell with no version left.
+            *versions_piled = false;
+        }
+        if !one_row && !key::prefix(entry_key).starts_with(visibility.row()) {
+            return Next::Stop;
+        }
+        match visibility.judge(entry_key) {
+            None => Next::Damaged,
+            Some(Verdict::Visible) => {
+                let row_len = visibility.row().len();
+                match (escaped_column(entry_key, visibility.row()), key::suffix(entry_key)) {
+                    (Some(column), Some((ts, _, _))) => Next::Lend(ts, row_len..row_len + column.len()),
+                    _ => Next::Damaged,
+                }
+            }
+            Some(_) => Next::Pass,
+        }
+    }
+
     /// The next visible cell. Its row is [`RangeRead::row`]; `new_row` says
     /// whether it starts a row.
     #[inline]
@@ -993,8 +1120,7 @@ impl Scan {
                 if !self.read.stop_at_visible()? {
                     return Ok(false);
                 }
-                self.read.lend_cell(&mut visit)?;
-                width += 1;
+                width += self.read.lend_cells(&mut visit)?;
             }
         }
         // The first cell of the next row is read now, as the iterator
@@ -1021,8 +1147,7 @@ impl Scan {
                 self.ahead = ReadAhead::Copied(timestamp);
                 break;
             }
-            self.read.lend_cell(&mut visit)?;
-            width += 1;
+            width += self.read.lend_cells(&mut visit)?;
         }
         self.last_width = width;
         self.remaining -= 1;
@@ -1371,6 +1496,137 @@ mod tests {
         // r0 whole; r1 with its new `b`; the limit stops there.
         assert_eq!(widths, [4, 4]);
         assert_eq!(visits.trace(), rows.trace());
+        Ok(())
+    }
+
+    /// A store whose rows of many cells hold every case a walk inside a
+    /// block meets: versions piled up (more than a read steps over before it
+    /// seeks), cell and row deletions, expired cells, entries written after
+    /// a snapshot, zero bytes in column names; spread over a compacted run of
+    /// files, a newer file and the memtable, in blocks of a few entries. Also
+    /// the snapshot taken in the middle. `seed` varies what is written.
+    fn store_of_wide_rows(dir: &std::path::Path, seed: u64) -> crate::Result<(Store, crate::Snapshot)> {
+        use crate::FamilyOptions;
+        use std::time::Duration;
+        let family = FamilyOptions::default()
+            .max_versions(20)
+            .ttl(Duration::from_secs(3600))
+            .block_size(160)
+            .target_file_entries(150)
+            .compaction_trigger(0);
+        let store = Store::open(dir, StoreOptions::default().family_with("f", family))?;
+        let now = crate::clock::now_ms();
+        let expired = now - 7_200_000;
+        let mut state = seed | 1;
+        let mut random = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let column = |c: u64| match c % 7 {
+            0 => format!("z\0{c:02}"),
+            _ => format!("c{c:02}"),
+        };
+        let mut ts = now - 1000;
+        let mut write = |store: &Store, rows: &[u64], random: &mut dyn FnMut(u64) -> u64| -> crate::Result<()> {
+            for &row in rows {
+                let name = format!("r{row}");
+                for c in 0..40u64 {
+                    ts += 1;
+                    let when = if random(9) == 0 { expired + c } else { ts };
+                    match random(20) {
+                        0 => store.delete_at("f", &name, column(c), when)?,
+                        1..=3 => {}
+                        4 => {
+                            // A warm cell: a few versions, which a read steps over.
+                            for v in 0..3 {
+                                store.put_at("f", &name, column(c), ts + v, format!("{row}.{c}.{v}"))?;
+                            }
+                        }
+                        5 => {
+                            // A hot cell: many versions, some expired.
+                            for v in 0..12 {
+                                let when = if v % 5 == 4 { expired + v } else { ts + v };
+                                store.put_at("f", &name, column(c), when, format!("{row}.{c}.{v}"))?;
+                            }
+                        }
+                        _ => store.put_at("f", &name, column(c), when, format!("{row}.{c}@{when}"))?,
+                    }
+                }
+                match random(6) {
+                    0 => store.delete_row_at("f", &name, ts - random(30))?,
+                    1 => store.delete_row_at("f", &name, expired)?,
+                    _ => {}
+                }
+            }
+            Ok(())
+        };
+        // Later writes leave some rows side by side in the files alone (a
+        // scan walks from one into the next inside a block), and pile
+        // versions of others across sources.
+        write(&store, &[0, 1, 2, 3, 4, 5, 6, 7], &mut random)?;
+        store.flush()?;
+        store.compact("f")?;
+        write(&store, &[0, 1, 2, 3], &mut random)?;
+        let snapshot = store.snapshot();
+        write(&store, &[2, 3, 4, 5], &mut random)?;
+        store.flush()?;
+        write(&store, &[0, 3, 6], &mut random)?;
+        Ok((store, snapshot))
+    }
+
+    #[test]
+    fn a_row_walked_inside_its_blocks_lends_and_costs_what_the_entry_by_entry_walk_returns() -> crate::Result<()> {
+        for seed in [1, 7, 42, 1234] {
+            let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
+            let (store, then) = store_of_wide_rows(dir.path(), seed)?;
+            let files = store.snapshot().family("f")?.tables.len();
+            assert!(files >= 3, "{files} files");
+            for snapshot in [then, store.snapshot()] {
+                let mut nonempty = 0;
+                for row in ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "q"] {
+                    let mut lent = Vec::new();
+                    let (count, visited) = snapshot.visit_row_traced("f", row, |c| lent.push(owned(c)))?;
+                    let (cells, returned) = snapshot.get_row_traced("f", row)?;
+                    let cells: Vec<Lent> = cells
+                        .into_iter()
+                        .map(|c| {
+                            (
+                                row.as_bytes().to_vec(),
+                                c.column.to_vec(),
+                                c.timestamp,
+                                c.value.to_vec(),
+                            )
+                        })
+                        .collect();
+                    assert_eq!((count, &lent), (cells.len(), &cells), "seed {seed}, row {row}");
+                    assert_eq!(visited, returned, "seed {seed}, row {row}");
+                    nonempty += usize::from(count > 0);
+                }
+                assert!(nonempty >= 4, "seed {seed}: {nonempty} rows with cells");
+                for range in [
+                    RowRange::all(),
+                    RowRange::all().limit(3),
+                    RowRange::between("r2", "r6"),
+                    RowRange::prefix("r7"),
+                ] {
+                    let mut rows = snapshot.scan("f", &range)?;
+                    let mut iterated = Vec::new();
+                    for row in rows.by_ref() {
+                        let row = row?;
+                        for c in row.cells {
+                            iterated.push((row.key.to_vec(), c.column.to_vec(), c.timestamp, c.value.to_vec()));
+                        }
+                    }
+                    let mut visits = snapshot.scan("f", &range)?;
+                    let mut lent = Vec::new();
+                    while visits.visit_row(|c| lent.push(owned(c)))? {}
+                    assert_eq!(lent, iterated, "seed {seed}, {range:?}");
+                    assert_eq!(visits.trace(), rows.trace(), "seed {seed}, {range:?}");
+                }
+            }
+        }
         Ok(())
     }
 

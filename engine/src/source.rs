@@ -340,6 +340,20 @@ impl RunFiles {
     }
 }
 
+/// How [`Cursor::walk_block`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BlockWalk {
+    /// Nothing was walked: the cursor is over a memtable, or at its end.
+    Declined,
+    /// The visitor declined an entry, or the next entry lies at or past the
+    /// walk's bound: the cursor stands on it. Or the next entry lies past
+    /// the range's end, and the cursor is at its end.
+    Stopped,
+    /// The visitor took the block's last entry; the cursor still stands on
+    /// it, and [`Cursor::next`] moves on (into the next block).
+    BlockEnd,
+}
+
 /// A position in one source, bounded above by `end`.
 pub(crate) struct Cursor {
     inner: CursorInner,
@@ -422,6 +436,57 @@ impl Cursor {
         }
         self.check_valid();
         Ok(())
+    }
+
+    /// Whether [`Cursor::walk_block`] would walk: the cursor is on an entry
+    /// of a table (a memtable's entries are not in blocks).
+    #[inline]
+    pub fn walks_blocks(&self) -> bool {
+        self.valid && !matches!(self.inner, CursorInner::Mem(_))
+    }
+
+    /// Walks the entries of the data block in hand, from the current one, in
+    /// one loop (see [`TableIter::walk_block`]): `visit` is handed each entry
+    /// of the range while it answers true ("done with it, go on"). Each entry
+    /// the walk steps to is checked against the range's end and counted as
+    /// examined exactly as [`Cursor::next`] would; no block is read, so the
+    /// trace is the same whichever way a read walks. With a `bound`, the
+    /// walk also stops on the first entry at or past it (counted, as a step
+    /// onto it is): the key where another source's entries come first.
+    pub fn walk_block(
+        &mut self,
+        bound: Option<&[u8]>,
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<BlockWalk> {
+        let iter = match &mut self.inner {
+            CursorInner::Mem(_) => return Ok(BlockWalk::Declined),
+            CursorInner::Table(t) => t,
+            CursorInner::Run(r) => &mut r.iter,
+        };
+        if !self.valid {
+            return Ok(BlockWalk::Declined);
+        }
+        let (end, examined) = (self.end.as_deref(), &mut self.examined);
+        let (mut first, mut past_end) = (true, false);
+        let stopped = iter.walk_block(|key, value| {
+            if !first {
+                if end.is_some_and(|end| key >= end) {
+                    past_end = true;
+                    return false;
+                }
+                *examined += 1;
+                if bound.is_some_and(|bound| key >= bound) {
+                    return false;
+                }
+            }
+            first = false;
+            visit(key, value)
+        })?;
+        self.valid = !past_end;
+        Ok(match stopped {
+            true => BlockWalk::Stopped,
+            false => BlockWalk::BlockEnd,
+        })
     }
 
     /// Moves to the first entry at or after `target` (a cursor already there

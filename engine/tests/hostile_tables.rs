@@ -338,3 +338,64 @@ fn a_compaction_over_a_key_that_does_not_decode_fails_naming_the_table_and_keeps
     assert_eq!(std::fs::read(&table).unwrap(), before);
     assert_eq!(store.tables().len(), 1);
 }
+
+/// A key that does not decode in the middle of a wide row's block (a
+/// restart key, stored whole, inside the block: the cells before it are
+/// walked in one loop inside the block, not entry by entry) is corruption
+/// naming the table and the block, for a visited row and a visited scan
+/// alike, as it is for the entry-by-entry walk.
+#[test]
+fn a_key_that_does_not_decode_inside_a_walked_block_names_the_table_and_the_block() {
+    let dir = scratch();
+    let store = Store::open(dir.path(), StoreOptions::default().sync(SyncPolicy::Never).family("f")).unwrap();
+    for c in 0..40 {
+        store.put_at("f", "wide", format!("c{c:02}"), 1, "v").unwrap();
+    }
+    store.flush().unwrap();
+    drop(store);
+    let table = std::fs::read_dir(dir.path().join("f"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    let mut bytes = std::fs::read(&table).unwrap();
+    // The 17th key starts the second restart interval: its body is stored
+    // whole, then its trailer as XORs against the block's first key (see
+    // `cellar_sstable`'s `block/trailer.rs`): a head of 1 (the same
+    // timestamp, the sequence word changed), then that word's XOR, whose
+    // low byte (the kind's) is 0, so its first varint byte is 0x80. Its 7
+    // low bits set, the kind is one no writer writes.
+    let whole = b"wide\x00\x01c16\x00\x01";
+    let at = bytes.windows(whole.len()).position(|w| w == whole).unwrap() + whole.len();
+    assert_eq!((bytes[at], bytes[at + 1]), (0x01, 0x80));
+    bytes[at + 1] = 0xff;
+    let block = Table::open(&table)
+        .unwrap()
+        .blocks()
+        .unwrap()
+        .into_iter()
+        .find(|b| (b.handle.offset as usize..(b.handle.offset + b.handle.size) as usize).contains(&at))
+        .unwrap();
+    let (start, end) = (
+        block.handle.offset as usize,
+        (block.handle.offset + block.handle.size) as usize,
+    );
+    let crc = checksum(&bytes[start..end], bytes[end]);
+    bytes[end + 1..end + BLOCK_TRAILER_LEN].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&table, bytes).unwrap();
+
+    let store = Store::open(dir.path(), StoreOptions::default().sync(SyncPolicy::Never).family("f")).unwrap();
+    let names_the_block =
+        |e: &Error| matches!(e, Error::Corruption { file, offset, .. } if *file == table && *offset == start as u64);
+    let mut lent = 0;
+    match store.visit_row("f", "wide", |_| lent += 1) {
+        Err(e) => assert!(names_the_block(&e), "{e}"),
+        Ok(n) => panic!("a row with a key that does not decode lent {n} cells"),
+    }
+    assert_eq!(lent, 16, "the cells before the damaged one");
+    let mut scan = store.scan("f", &RowRange::all()).unwrap();
+    match scan.visit_row(|_| {}) {
+        Err(e) => assert!(names_the_block(&e), "{e}"),
+        Ok(more) => panic!("a scan over a key that does not decode visited a row ({more})"),
+    }
+}

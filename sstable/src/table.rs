@@ -814,6 +814,24 @@ impl TableIter {
         }
     }
 
+    /// Walks the entries of the data block in hand (see [`BlockIter::walk`]):
+    /// `visit` is handed the current entry and, while it answers true, each
+    /// later entry of the same block. Nothing is read: at the block's end the
+    /// walk stops on its last entry, and [`TableIter::next`] moves on through
+    /// the choke point as always. Returns true when `visit` declined an entry
+    /// (the iterator stays on it). A damaged entry is an error, after which
+    /// the iterator is invalid, as after [`TableIter::next`].
+    pub fn walk_block(&mut self, visit: impl FnMut(&[u8], &[u8]) -> bool) -> Result<bool> {
+        let Some(block) = &mut self.block else {
+            return Ok(false);
+        };
+        let result = block.walk(visit);
+        if result.is_err() {
+            self.block = None;
+        }
+        result
+    }
+
     /// What this iterator has read so far.
     pub fn cost(&self) -> &ReadCost {
         &self.cost
@@ -1266,6 +1284,34 @@ mod tests {
         assert_eq!(iter.key(), key(40));
         assert_eq!(iter.cost().data_blocks, 2);
         assert_eq!(iter.cost().pages_touched(), 2);
+        Ok(())
+    }
+
+    #[test]
+    fn a_block_walk_hands_over_the_entries_of_the_block_in_hand_and_reads_no_other() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let (_, table) = paged_table(&dir)?;
+        let mut iter = table.iter();
+        iter.seek(&key(30))?;
+        // Declined at key 35: the iterator stays on it.
+        let mut seen = Vec::new();
+        let declined = iter.walk_block(|k, v| {
+            seen.push((k.to_vec(), v.to_vec()));
+            k != key(35).as_slice()
+        })?;
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = (30..36).map(|i| (key(i), value(i))).collect();
+        assert_eq!((declined, seen, iter.key().to_vec()), (true, expected, key(35)));
+        // Taken to the block's end (key 39): the walk stays on its last entry
+        // and reads nothing more; `next` crosses into the next block.
+        let mut walked = Vec::new();
+        let declined = iter.walk_block(|k, _| {
+            walked.push(k.to_vec());
+            true
+        })?;
+        assert_eq!((declined, walked), (false, (35..40).map(key).collect::<Vec<_>>()));
+        assert_eq!((iter.key().to_vec(), iter.cost().data_blocks), (key(39), 1));
+        iter.next()?;
+        assert_eq!((iter.key().to_vec(), iter.cost().data_blocks), (key(40), 2));
         Ok(())
     }
 

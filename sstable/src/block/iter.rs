@@ -182,6 +182,30 @@ impl BlockIter {
         Ok(())
     }
 
+    /// Hands the current entry (key, value) to `visit`, and while `visit`
+    /// answers true ("done with it") and the block holds another entry,
+    /// steps to that entry and hands it over too: a reader that walks many
+    /// entries of one block (the cells of a row) does so in one loop here,
+    /// with no call through the layers above per entry.
+    ///
+    /// Returns true when `visit` declined an entry: the iterator stays on it.
+    /// False when `visit` took the block's last entry (the iterator stays on
+    /// that entry; [`BlockIter::next`] moves past it) or the iterator is
+    /// invalid. Every step is [`BlockIter::next`]'s decode, with its checks.
+    pub fn walk(&mut self, mut visit: impl FnMut(&[u8], &[u8]) -> bool) -> Result<bool> {
+        while self.valid {
+            let value = self.block.contents.get(self.value.clone()).unwrap_or_default();
+            if !visit(&self.key, value) {
+                return Ok(true);
+            }
+            if self.next_offset >= self.block.entries_end {
+                return Ok(false);
+            }
+            self.next()?;
+        }
+        Ok(false)
+    }
+
     /// Remembers that restart point `index` is the next one to meet.
     fn set_next_restart(&mut self, index: usize) {
         self.next_restart = index;
