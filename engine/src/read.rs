@@ -1211,6 +1211,21 @@ mod tests {
         (c.row.to_vec(), c.column.to_vec(), c.timestamp, c.value.to_vec())
     }
 
+    /// The cells a row read returned, as a visitor of `row` would have them.
+    fn as_lent(row: &str, cells: Vec<crate::Cell>) -> Vec<Lent> {
+        cells
+            .into_iter()
+            .map(|c| {
+                (
+                    row.as_bytes().to_vec(),
+                    c.column.to_vec(),
+                    c.timestamp,
+                    c.value.to_vec(),
+                )
+            })
+            .collect()
+    }
+
     /// Rows `r0`..`r3` with columns `a`, `b`, `c` and a column whose name holds
     /// a zero byte, written to a table file; then, in the memtable, `b` of
     /// `r1` overwritten, `c` of `r2` deleted and `r3` deleted whole.
@@ -1439,18 +1454,7 @@ mod tests {
         for row in ["r0", "r1", "r2", "r3", "none"] {
             let mut lent = Vec::new();
             let count = store.visit_row("f", row, |c| lent.push(owned(c)))?;
-            let cells: Vec<Lent> = store
-                .get_row("f", row)?
-                .into_iter()
-                .map(|c| {
-                    (
-                        row.as_bytes().to_vec(),
-                        c.column.to_vec(),
-                        c.timestamp,
-                        c.value.to_vec(),
-                    )
-                })
-                .collect();
+            let cells = as_lent(row, store.get_row("f", row)?);
             assert_eq!((count, &lent), (cells.len(), &cells), "row {row}");
         }
         let mut r1 = Vec::new();
@@ -1589,17 +1593,7 @@ mod tests {
                     let mut lent = Vec::new();
                     let (count, visited) = snapshot.visit_row_traced("f", row, |c| lent.push(owned(c)))?;
                     let (cells, returned) = snapshot.get_row_traced("f", row)?;
-                    let cells: Vec<Lent> = cells
-                        .into_iter()
-                        .map(|c| {
-                            (
-                                row.as_bytes().to_vec(),
-                                c.column.to_vec(),
-                                c.timestamp,
-                                c.value.to_vec(),
-                            )
-                        })
-                        .collect();
+                    let cells = as_lent(row, cells);
                     assert_eq!((count, &lent), (cells.len(), &cells), "seed {seed}, row {row}");
                     assert_eq!(visited, returned, "seed {seed}, row {row}");
                     nonempty += usize::from(count > 0);

@@ -272,7 +272,15 @@ fn a_key_of_no_kind() -> (tempfile::TempDir, String, PathBuf, u64) {
         })
         .unwrap();
     bytes[at + 15] = 0x80; // the stored tag is inverted: kind 0x7f
-    let blocks = Table::open(&path).unwrap().blocks().unwrap();
+    let start = write_resealed(&path, bytes, at);
+    (dir, row, path, start)
+}
+
+/// Writes `bytes` (table `path`'s, changed at `at`) back with the checksum
+/// of the data block holding `at` computed again, so the change reads as
+/// what it is and not as a damaged block. Returns the block's offset.
+fn write_resealed(path: &Path, mut bytes: Vec<u8>, at: usize) -> u64 {
+    let blocks = Table::open(path).unwrap().blocks().unwrap();
     let block = blocks
         .iter()
         .find(|b| (b.handle.offset as usize..(b.handle.offset + b.handle.size) as usize).contains(&at))
@@ -283,8 +291,8 @@ fn a_key_of_no_kind() -> (tempfile::TempDir, String, PathBuf, u64) {
     );
     let crc = checksum(&bytes[start..end], bytes[end]);
     bytes[end + 1..end + BLOCK_TRAILER_LEN].copy_from_slice(&crc.to_le_bytes());
-    std::fs::write(&path, bytes).unwrap();
-    (dir, row, path, start as u64)
+    std::fs::write(path, bytes).unwrap();
+    start as u64
 }
 
 /// A key that does not decode is corruption naming its table, for a point
@@ -369,24 +377,11 @@ fn a_key_that_does_not_decode_inside_a_walked_block_names_the_table_and_the_bloc
     let at = bytes.windows(whole.len()).position(|w| w == whole).unwrap() + whole.len();
     assert_eq!((bytes[at], bytes[at + 1]), (0x01, 0x80));
     bytes[at + 1] = 0xff;
-    let block = Table::open(&table)
-        .unwrap()
-        .blocks()
-        .unwrap()
-        .into_iter()
-        .find(|b| (b.handle.offset as usize..(b.handle.offset + b.handle.size) as usize).contains(&at))
-        .unwrap();
-    let (start, end) = (
-        block.handle.offset as usize,
-        (block.handle.offset + block.handle.size) as usize,
-    );
-    let crc = checksum(&bytes[start..end], bytes[end]);
-    bytes[end + 1..end + BLOCK_TRAILER_LEN].copy_from_slice(&crc.to_le_bytes());
-    std::fs::write(&table, bytes).unwrap();
+    let start = write_resealed(&table, bytes, at);
 
     let store = Store::open(dir.path(), StoreOptions::default().sync(SyncPolicy::Never).family("f")).unwrap();
     let names_the_block =
-        |e: &Error| matches!(e, Error::Corruption { file, offset, .. } if *file == table && *offset == start as u64);
+        |e: &Error| matches!(e, Error::Corruption { file, offset, .. } if *file == table && *offset == start);
     let mut lent = 0;
     match store.visit_row("f", "wide", |_| lent += 1) {
         Err(e) => assert!(names_the_block(&e), "{e}"),
