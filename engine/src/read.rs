@@ -525,6 +525,27 @@ fn escaped_column<'k>(entry_key: &'k [u8], row_prefix: &[u8]) -> Option<&'k [u8]
     body.get(row_prefix.len()..body.len().checked_sub(2)?)
 }
 
+/// A visible entry's timestamp and where its escaped column lies in its key
+/// (after the row prefix `row`); `None` if the key does not decode.
+#[inline]
+fn visible_cell(entry_key: &[u8], row: &[u8]) -> Option<(u64, std::ops::Range<usize>)> {
+    let column = escaped_column(entry_key, row)?;
+    let (timestamp, _, _) = key::suffix(entry_key)?;
+    Some((timestamp, row.len()..row.len() + column.len()))
+}
+
+/// A lent cell's column name: its escaped form itself when it holds no zero
+/// byte (the common case: nothing copied), else unescaped into `buffer`.
+#[inline]
+fn column_name<'a>(escaped: &'a [u8], buffer: &'a mut Vec<u8>) -> &'a [u8] {
+    if !escaped.contains(&0) {
+        return escaped;
+    }
+    buffer.clear();
+    key::unescape_into(escaped, buffer);
+    buffer.as_slice()
+}
+
 /// The row a read of one row is about: its key, and its encoded prefix
 /// (computed once by the caller, which builds its range from it).
 #[derive(Clone, Copy)]
@@ -772,12 +793,10 @@ impl RangeRead {
                 return Err(self.merge.undecodable_key());
             };
             if verdict == Verdict::Visible {
-                let (Some(column), Some((timestamp, _, _))) =
-                    (escaped_column(entry_key, self.visibility.row()), key::suffix(entry_key))
-                else {
+                let Some((timestamp, column)) = visible_cell(entry_key, self.visibility.row()) else {
                     return Err(self.merge.undecodable_key());
                 };
-                self.column = self.visibility.row().len()..self.visibility.row().len() + column.len();
+                self.column = column;
                 self.timestamp = timestamp;
                 self.new_row = self.visibility.rows_started() != self.row_number;
                 if self.new_row {
@@ -822,13 +841,7 @@ impl RangeRead {
     /// unescaped into a buffer the read keeps.
     fn lend_cell(&mut self, visit: &mut impl FnMut(CellRef<'_>)) -> Result<()> {
         let escaped = self.merge.key().get(self.column.clone()).unwrap_or_default();
-        let column = if escaped.contains(&0) {
-            self.unescaped.clear();
-            key::unescape_into(escaped, &mut self.unescaped);
-            self.unescaped.as_slice()
-        } else {
-            escaped
-        };
+        let column = column_name(escaped, &mut self.unescaped);
         let (row, timestamp) = (&self.row, self.timestamp);
         self.merge.with_value(|value| {
             visit(CellRef {
@@ -888,16 +901,9 @@ impl RangeRead {
             }
             first = false;
             let escaped = entry_key.get(column.clone()).unwrap_or_default();
-            let name = if escaped.contains(&0) {
-                unescaped.clear();
-                key::unescape_into(escaped, unescaped);
-                unescaped.as_slice()
-            } else {
-                escaped
-            };
             visit(CellRef {
                 row: row.as_slice(),
-                column: name,
+                column: column_name(escaped, unescaped),
                 timestamp: *timestamp,
                 value,
             });
@@ -938,13 +944,10 @@ impl RangeRead {
         }
         match visibility.judge(entry_key) {
             None => Next::Damaged,
-            Some(Verdict::Visible) => {
-                let row_len = visibility.row().len();
-                match (escaped_column(entry_key, visibility.row()), key::suffix(entry_key)) {
-                    (Some(column), Some((ts, _, _))) => Next::Lend(ts, row_len..row_len + column.len()),
-                    _ => Next::Damaged,
-                }
-            }
+            Some(Verdict::Visible) => match visible_cell(entry_key, visibility.row()) {
+                Some((timestamp, column)) => Next::Lend(timestamp, column),
+                None => Next::Damaged,
+            },
             Some(_) => Next::Pass,
         }
     }
