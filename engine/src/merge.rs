@@ -136,7 +136,7 @@ impl MergeIterator {
     /// stops, the heap is restored as after [`MergeIterator::next`]. With no
     /// cursor (or the top over a memtable) nothing is walked
     /// ([`BlockWalk::Declined`]).
-    pub fn walk_block(&mut self, visit: impl FnMut(&[u8], &[u8]) -> bool) -> Result<BlockWalk> {
+    pub fn walk_block(&mut self, visit: impl FnMut(&[u8], &[u8], &Bytes) -> bool) -> Result<BlockWalk> {
         let Some(&top) = self.heap.first() else {
             return Ok(BlockWalk::Declined);
         };

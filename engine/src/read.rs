@@ -20,14 +20,14 @@
 //!   in, for a caller that looks at each cell and moves on: no handle to
 //!   count up and down, no vector to build. Both walk exactly the same
 //!   entries.
-//! * A visitor's cells are walked inside their data block where they can be
-//!   (`RangeRead::lend_cells`): while the merge's top cursor is over a table
-//!   and stays on top, each entry is decoded, counted, judged and lent in one
-//!   loop, with no call through the merge, the cursor and the table per
-//!   cell (a row of a hundred small cells pays those layers a hundred times
-//!   otherwise). A block's end, another source's turn, a new row and a
-//!   settled cell's versions go entry by entry. Both ways read, count and
-//!   return the same.
+//! * A row's cells are walked inside their data block where they can be
+//!   (`RangeRead::walk_cells`), whether they are lent or kept: while the
+//!   merge's top cursor is over a table and stays on top, each entry is
+//!   decoded, counted, judged and handed over in one loop, with no call
+//!   through the merge, the cursor and the table per cell (a row of a
+//!   hundred small cells pays those layers a hundred times otherwise). A
+//!   block's end, another source's turn, a new row and a settled cell's
+//!   versions go entry by entry. Both ways read, count and return the same.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -460,11 +460,9 @@ impl Snapshot {
             // family tend to be alike), within reason: one allocation, not
             // one per doubling.
             let mut cells = Vec::with_capacity(read.columns.len().min(limit).min(PRESIZED_CELLS));
-            while cells.len() < limit {
-                match read.next_cell()? {
-                    Some(cell) => cells.push(cell),
-                    None => break,
-                }
+            while cells.len() < limit && read.stop_at_visible()? {
+                let room = limit - cells.len();
+                read.take_cells(&mut cells, room)?;
             }
             return Ok((cells, read));
         }
@@ -594,17 +592,88 @@ impl OverlappingFiles {
     }
 }
 
-/// What [`RangeRead::lend_cells`] does with the next entry of a block.
+/// What [`RangeRead::walk_cells`] does with the next entry of a block.
 enum Next {
-    /// Lend it: a visible cell of the row, with its timestamp and where its
+    /// Take it: a visible cell of the row, with its timestamp and where its
     /// escaped column lies in its key.
-    Lend(u64, std::ops::Range<usize>),
+    Take(u64, std::ops::Range<usize>),
     /// Pass it: the rule hides it (its verdict is taken).
     Pass,
     /// Leave it, unjudged, to the entry-by-entry walk.
     Stop,
     /// Its key does not decode.
     Damaged,
+}
+
+/// A visible cell [`RangeRead::walk_cells`] found in a block, borrowed
+/// where it lies, with what a [`CellSink`] needs to name it.
+struct Found<'a> {
+    /// The read's row (empty for a read of one row: its caller has it).
+    row: &'a [u8],
+    /// The cell's column, escaped as in its key.
+    escaped: &'a [u8],
+    timestamp: u64,
+    value: &'a [u8],
+    /// The block's contents, which `value` lies in.
+    block: &'a Bytes,
+    /// The read's buffer for a column name that must be unescaped.
+    unescaped: &'a mut Vec<u8>,
+    /// The last row's column names, and the cell's position in its row
+    /// (see [`RangeRead::shared_column`]).
+    names: &'a mut Vec<Bytes>,
+    at: usize,
+}
+
+/// What a read does with the visible cells it walks: lend them to a
+/// visitor ([`Lend`]) or keep them as [`Cell`]s ([`Keep`]).
+trait CellSink {
+    /// Takes the visible entry the walk stands on, entry by entry (the walk
+    /// moves past it).
+    fn take_current(&mut self, read: &mut RangeRead) -> Result<()>;
+    /// Takes a visible cell found inside a block.
+    fn take_found(&mut self, found: Found<'_>);
+}
+
+/// Lends each cell to a visitor, borrowed where it lies.
+struct Lend<'v, F>(&'v mut F);
+
+impl<F: FnMut(CellRef<'_>)> CellSink for Lend<'_, F> {
+    #[inline]
+    fn take_current(&mut self, read: &mut RangeRead) -> Result<()> {
+        read.lend_cell(self.0)
+    }
+
+    #[inline]
+    fn take_found(&mut self, found: Found<'_>) {
+        (self.0)(CellRef {
+            row: found.row,
+            column: column_name(found.escaped, found.unescaped),
+            timestamp: found.timestamp,
+            value: found.value,
+        });
+    }
+}
+
+/// Keeps each cell: its value a zero-copy slice of its block, its column
+/// shared with the last row's where it can be.
+struct Keep<'c>(&'c mut Vec<Cell>);
+
+impl CellSink for Keep<'_> {
+    #[inline]
+    fn take_current(&mut self, read: &mut RangeRead) -> Result<()> {
+        self.0.push(read.take_cell()?);
+        Ok(())
+    }
+
+    #[inline]
+    fn take_found(&mut self, found: Found<'_>) {
+        self.0.push(Cell {
+            column: RangeRead::shared_column(found.names, found.at, found.escaped),
+            timestamp: found.timestamp,
+            // The value was handed over from inside the block.
+            value: found.block.slice_ref(found.value),
+        });
+    }
 }
 
 /// A merged, visibility-filtered walk over one family's key range.
@@ -856,21 +925,45 @@ impl RangeRead {
     }
 
     /// Lends the visible entry [`RangeRead::stop_at_visible`] stopped on to
-    /// `visit`, as [`RangeRead::lend_cell`] does, then goes on lending the
-    /// visible cells of the same row that follow it in the same data block,
-    /// in one loop, while the merge's top cursor is over a table (a single
-    /// file, or a run's) and stays on top. Returns the number of cells lent.
+    /// `visit`, and the visible cells of its row that follow it in the same
+    /// data block (see [`RangeRead::walk_cells`]). Returns the number lent.
+    fn lend_cells(&mut self, visit: &mut impl FnMut(CellRef<'_>)) -> Result<usize> {
+        self.walk_cells(usize::MAX, &mut Lend(visit))
+    }
+
+    /// Appends the visible entry [`RangeRead::stop_at_visible`] stopped on
+    /// to `cells`, as [`RangeRead::take_cell`] does, and the visible cells
+    /// of its row that follow it in the same data block, `limit` in all at
+    /// most (see [`RangeRead::walk_cells`]): a [`Cell`]'s value is a
+    /// zero-copy slice of the block, as it is when taken entry by entry.
+    fn take_cells(&mut self, cells: &mut Vec<Cell>, limit: usize) -> Result<usize> {
+        self.walk_cells(limit, &mut Keep(cells))
+    }
+
+    /// Hands the visible entry [`RangeRead::stop_at_visible`] stopped on to
+    /// `sink`, then goes on handing it the visible cells of the same row
+    /// that follow it in the same data block, in one loop, while the merge's
+    /// top cursor is over a table (a single file, or a run's) and stays on
+    /// top, up to `limit` cells in all (at least one). Returns the number
+    /// handed over.
     ///
     /// The loop is the read's own walk with the layers between a cell and
     /// its block taken out: each entry is decoded by the block, checked and
     /// counted by the cursor ([`Cursor::walk_block`](crate::source::Cursor::walk_block)),
-    /// judged by the visibility rule, and lent. Whatever is not the plain
-    /// case stops it where the entry-by-entry walk takes over with nothing
-    /// lost: the end of the block, another source's turn, the first entry of a new
-    /// row, and an entry of a cell already settled (whose versions
-    /// [`RangeRead::skip_settled_cell`] steps or seeks past). Either way the
-    /// read examines and reads exactly the same entries and blocks.
-    fn lend_cells(&mut self, visit: &mut impl FnMut(CellRef<'_>)) -> Result<usize> {
+    /// judged by the visibility rule, and handed over. Whatever is not the
+    /// plain case stops it where the entry-by-entry walk takes over with
+    /// nothing lost: the end of the block, another source's turn, the first
+    /// entry of a new row, an entry of a cell already settled (whose versions
+    /// [`RangeRead::skip_settled_cell`] steps or seeks past), and the entry
+    /// after the `limit`th cell (stepped onto, not judged, as the
+    /// entry-by-entry walk leaves it). Either way the read examines and
+    /// reads exactly the same entries and blocks.
+    fn walk_cells(&mut self, limit: usize, sink: &mut impl CellSink) -> Result<usize> {
+        #[cfg(test)]
+        if tests::ENTRY_BY_ENTRY.with(std::cell::Cell::get) {
+            sink.take_current(self)?;
+            return Ok(1);
+        }
         let RangeRead {
             merge,
             visibility,
@@ -880,15 +973,19 @@ impl RangeRead {
             column,
             unescaped,
             versions_piled,
+            columns,
             column_at,
             one_row,
             ..
         } = self;
-        let (mut lent, mut first, mut damaged) = (0, true, false);
-        let walked = merge.walk_block(|entry_key, value| {
+        let (mut taken, mut first, mut damaged) = (0, true, false);
+        let walked = merge.walk_block(|entry_key, value, block| {
             if !first {
+                if taken >= limit {
+                    return false;
+                }
                 match Self::judge_next(visibility, versions_piled, *one_row, entry_key) {
-                    Next::Lend(ts, escaped) => {
+                    Next::Take(ts, escaped) => {
                         (*timestamp, *column, *new_row) = (ts, escaped, false);
                     }
                     Next::Pass => return true,
@@ -900,15 +997,18 @@ impl RangeRead {
                 }
             }
             first = false;
-            let escaped = entry_key.get(column.clone()).unwrap_or_default();
-            visit(CellRef {
-                row: row.as_slice(),
-                column: column_name(escaped, unescaped),
+            sink.take_found(Found {
+                row,
+                escaped: entry_key.get(column.clone()).unwrap_or_default(),
                 timestamp: *timestamp,
                 value,
+                block,
+                unescaped,
+                names: columns,
+                at: *column_at,
             });
             *column_at += 1;
-            lent += 1;
+            taken += 1;
             true
         })?;
         if damaged {
@@ -916,17 +1016,17 @@ impl RangeRead {
         }
         match walked {
             BlockWalk::Declined => {
-                self.lend_cell(visit)?;
+                sink.take_current(self)?;
                 return Ok(1);
             }
             BlockWalk::Stopped => {}
             BlockWalk::BlockEnd => self.merge.next()?,
         }
-        Ok(lent)
+        Ok(taken)
     }
 
     /// [`RangeRead::stop_at_visible`]'s step on one entry, for
-    /// [`RangeRead::lend_cells`]: whether to lend it (its timestamp and where
+    /// [`RangeRead::walk_cells`]: whether to take it (its timestamp and where
     /// its escaped column lies), pass it, or stop before it and leave it to
     /// the entry-by-entry walk (it starts a row, or it is of a settled cell:
     /// neither is judged here, so the walk meets it exactly as it would have).
@@ -945,7 +1045,7 @@ impl RangeRead {
         match visibility.judge(entry_key) {
             None => Next::Damaged,
             Some(Verdict::Visible) => match visible_cell(entry_key, visibility.row()) {
-                Some((timestamp, column)) => Next::Lend(timestamp, column),
+                Some((timestamp, column)) => Next::Take(timestamp, column),
                 None => Next::Damaged,
             },
             Some(_) => Next::Pass,
@@ -1163,30 +1263,34 @@ impl Scan {
             return Ok(None);
         }
         let first = match std::mem::take(&mut self.ahead) {
-            ReadAhead::Held(first) => first,
+            ReadAhead::Held(first) => Some(first),
             // After a visited row, its copy (two allocations, paid only by
             // a caller that mixes the two ways of reading a scan).
-            ReadAhead::Copied(timestamp) => Cell {
+            ReadAhead::Copied(timestamp) => Some(Cell {
                 column: Bytes::copy_from_slice(&self.lent_column),
                 timestamp,
                 value: Bytes::copy_from_slice(&self.lent_value),
-            },
-            ReadAhead::Nothing => match self.read.next_cell()? {
-                Some(c) => c,
-                None => return Ok(None),
+            }),
+            ReadAhead::Nothing => match self.read.stop_at_visible()? {
+                true => None,
+                false => return Ok(None),
             },
         };
-        let row_key = Bytes::copy_from_slice(&self.read.row);
         // Rows of a family tend to have the same columns: room for as many
         // cells as the last row had saves growing the vector cell by cell.
         let mut cells = Vec::with_capacity(self.last_width.max(1));
-        cells.push(first);
-        while let Some(cell) = self.read.next_cell()? {
+        match first {
+            Some(first) => cells.push(first),
+            // The walk stands on the row's first cell.
+            None => _ = self.read.take_cells(&mut cells, usize::MAX)?,
+        }
+        let row_key = Bytes::copy_from_slice(&self.read.row);
+        while self.read.stop_at_visible()? {
             if self.read.new_row {
-                self.ahead = ReadAhead::Held(cell);
+                self.ahead = ReadAhead::Held(self.read.take_cell()?);
                 break;
             }
-            cells.push(cell);
+            self.read.take_cells(&mut cells, usize::MAX)?;
         }
         self.last_width = cells.len();
         self.remaining -= 1;
@@ -1583,8 +1687,53 @@ mod tests {
         Ok((store, snapshot))
     }
 
+    thread_local! {
+        /// Set by [`entry_by_entry`]: every read on this thread takes its
+        /// cells one entry at a time, never inside a block.
+        pub(super) static ENTRY_BY_ENTRY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// What `read` returns when its reads walk entry by entry: the reference
+    /// the walk inside a block must match, cell for cell and in its trace.
+    fn entry_by_entry<T>(read: impl FnOnce() -> T) -> T {
+        ENTRY_BY_ENTRY.set(true);
+        let out = read();
+        ENTRY_BY_ENTRY.set(false);
+        out
+    }
+
+    /// A scan's rows as lent cells, and its trace, read through the
+    /// iterator (`visit` false) or by visiting each row.
+    fn scanned(snapshot: &crate::Snapshot, range: &RowRange, visit: bool) -> crate::Result<(Vec<Lent>, crate::Trace)> {
+        let mut scan = snapshot.scan("f", range)?;
+        let mut cells = Vec::new();
+        match visit {
+            true => while scan.visit_row(|c| cells.push(owned(c)))? {},
+            false => {
+                for row in scan.by_ref() {
+                    let row = row?;
+                    for c in row.cells {
+                        cells.push((row.key.to_vec(), c.column.to_vec(), c.timestamp, c.value.to_vec()));
+                    }
+                }
+            }
+        }
+        Ok((cells, scan.trace()))
+    }
+
     #[test]
-    fn a_row_walked_inside_its_blocks_lends_and_costs_what_the_entry_by_entry_walk_returns() -> crate::Result<()> {
+    fn a_row_walked_inside_its_blocks_returns_and_costs_what_the_entry_by_entry_walk_returns() -> crate::Result<()> {
+        use crate::ColumnRange;
+        let slices = [
+            ColumnRange::all(),
+            ColumnRange::all().limit(1),
+            ColumnRange::all().limit(3),
+            ColumnRange::all().limit(7),
+            ColumnRange::between("c05", "c20"),
+            ColumnRange::starting_at("c10").limit(4),
+            ColumnRange::prefix("z\0"),
+            ColumnRange::all().reverse().limit(5),
+        ];
         for seed in [1, 7, 42, 1234] {
             let dir = tempfile::tempdir().map_err(|e| crate::Error::io("tempdir", e))?;
             let (store, then) = store_of_wide_rows(dir.path(), seed)?;
@@ -1593,12 +1742,35 @@ mod tests {
             for snapshot in [then, store.snapshot()] {
                 let mut nonempty = 0;
                 for row in ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "q"] {
-                    let mut lent = Vec::new();
-                    let (count, visited) = snapshot.visit_row_traced("f", row, |c| lent.push(owned(c)))?;
+                    let visit = || -> crate::Result<_> {
+                        let mut lent = Vec::new();
+                        let (count, trace) = snapshot.visit_row_traced("f", row, |c| lent.push(owned(c)))?;
+                        Ok((count, lent, trace))
+                    };
+                    let (count, lent, visited) = visit()?;
+                    assert_eq!(count, lent.len());
+                    assert_eq!(
+                        entry_by_entry(visit)?,
+                        (count, lent.clone(), visited.clone()),
+                        "seed {seed}, row {row}"
+                    );
                     let (cells, returned) = snapshot.get_row_traced("f", row)?;
-                    let cells = as_lent(row, cells);
-                    assert_eq!((count, &lent), (cells.len(), &cells), "seed {seed}, row {row}");
-                    assert_eq!(visited, returned, "seed {seed}, row {row}");
+                    let reference = entry_by_entry(|| snapshot.get_row_traced("f", row))?;
+                    assert_eq!(
+                        (&cells, &returned),
+                        (&reference.0, &reference.1),
+                        "seed {seed}, row {row}"
+                    );
+                    assert_eq!(
+                        (as_lent(row, cells), returned),
+                        (lent, visited),
+                        "seed {seed}, row {row}"
+                    );
+                    for range in &slices {
+                        let sliced = snapshot.slice_traced("f", row, range)?;
+                        let reference = entry_by_entry(|| snapshot.slice_traced("f", row, range))?;
+                        assert_eq!(sliced, reference, "seed {seed}, row {row}, {range:?}");
+                    }
                     nonempty += usize::from(count > 0);
                 }
                 assert!(nonempty >= 4, "seed {seed}: {nonempty} rows with cells");
@@ -1608,19 +1780,19 @@ mod tests {
                     RowRange::between("r2", "r6"),
                     RowRange::prefix("r7"),
                 ] {
-                    let mut rows = snapshot.scan("f", &range)?;
-                    let mut iterated = Vec::new();
-                    for row in rows.by_ref() {
-                        let row = row?;
-                        for c in row.cells {
-                            iterated.push((row.key.to_vec(), c.column.to_vec(), c.timestamp, c.value.to_vec()));
-                        }
-                    }
-                    let mut visits = snapshot.scan("f", &range)?;
-                    let mut lent = Vec::new();
-                    while visits.visit_row(|c| lent.push(owned(c)))? {}
-                    assert_eq!(lent, iterated, "seed {seed}, {range:?}");
-                    assert_eq!(visits.trace(), rows.trace(), "seed {seed}, {range:?}");
+                    let iterated = scanned(&snapshot, &range, false)?;
+                    assert_eq!(
+                        entry_by_entry(|| scanned(&snapshot, &range, false))?,
+                        iterated,
+                        "seed {seed}, {range:?}"
+                    );
+                    let visited = scanned(&snapshot, &range, true)?;
+                    assert_eq!(
+                        entry_by_entry(|| scanned(&snapshot, &range, true))?,
+                        visited,
+                        "seed {seed}, {range:?}"
+                    );
+                    assert_eq!(visited, iterated, "seed {seed}, {range:?}");
                 }
             }
         }

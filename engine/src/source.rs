@@ -456,7 +456,7 @@ impl Cursor {
     pub fn walk_block(
         &mut self,
         bound: Option<&[u8]>,
-        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+        mut visit: impl FnMut(&[u8], &[u8], &Bytes) -> bool,
     ) -> Result<BlockWalk> {
         let iter = match &mut self.inner {
             CursorInner::Mem(_) => return Ok(BlockWalk::Declined),
@@ -468,7 +468,7 @@ impl Cursor {
         }
         let (end, examined) = (self.end.as_deref(), &mut self.examined);
         let (mut first, mut past_end) = (true, false);
-        let stopped = iter.walk_block(|key, value| {
+        let stopped = iter.walk_block(|key, value, block| {
             if !first {
                 if end.is_some_and(|end| key >= end) {
                     past_end = true;
@@ -480,7 +480,7 @@ impl Cursor {
                 }
             }
             first = false;
-            visit(key, value)
+            visit(key, value, block)
         })?;
         self.valid = !past_end;
         Ok(match stopped {

@@ -821,7 +821,7 @@ impl TableIter {
     /// the choke point as always. Returns true when `visit` declined an entry
     /// (the iterator stays on it). A damaged entry is an error, after which
     /// the iterator is invalid, as after [`TableIter::next`].
-    pub fn walk_block(&mut self, visit: impl FnMut(&[u8], &[u8]) -> bool) -> Result<bool> {
+    pub fn walk_block(&mut self, visit: impl FnMut(&[u8], &[u8], &Bytes) -> bool) -> Result<bool> {
         let Some(block) = &mut self.block else {
             return Ok(false);
         };
@@ -1295,7 +1295,9 @@ mod tests {
         iter.seek(&key(30))?;
         // Declined at key 35: the iterator stays on it.
         let mut seen = Vec::new();
-        let declined = iter.walk_block(|k, v| {
+        let declined = iter.walk_block(|k, v, block| {
+            // The value lies in the block handed over with it.
+            assert_eq!(block.slice_ref(v), v);
             seen.push((k.to_vec(), v.to_vec()));
             k != key(35).as_slice()
         })?;
@@ -1304,7 +1306,7 @@ mod tests {
         // Taken to the block's end (key 39): the walk stays on its last entry
         // and reads nothing more; `next` crosses into the next block.
         let mut walked = Vec::new();
-        let declined = iter.walk_block(|k, _| {
+        let declined = iter.walk_block(|k, _, _| {
             walked.push(k.to_vec());
             true
         })?;

@@ -182,7 +182,9 @@ impl BlockIter {
         Ok(())
     }
 
-    /// Hands the current entry (key, value) to `visit`, and while `visit`
+    /// Hands the current entry (key, value, and the block's contents, which
+    /// the value lies in: a reader that keeps it takes a zero-copy slice
+    /// with [`Bytes::slice_ref`]) to `visit`, and while `visit`
     /// answers true ("done with it") and the block holds another entry,
     /// steps to that entry and hands it over too: a reader that walks many
     /// entries of one block (the cells of a row) does so in one loop here,
@@ -192,10 +194,11 @@ impl BlockIter {
     /// False when `visit` took the block's last entry (the iterator stays on
     /// that entry; [`BlockIter::next`] moves past it) or the iterator is
     /// invalid. Every step is [`BlockIter::next`]'s decode, with its checks.
-    pub fn walk(&mut self, mut visit: impl FnMut(&[u8], &[u8]) -> bool) -> Result<bool> {
+    pub fn walk(&mut self, mut visit: impl FnMut(&[u8], &[u8], &Bytes) -> bool) -> Result<bool> {
         while self.valid {
-            let value = self.block.contents.get(self.value.clone()).unwrap_or_default();
-            if !visit(&self.key, value) {
+            let contents = &self.block.contents;
+            let value = contents.get(self.value.clone()).unwrap_or_default();
+            if !visit(&self.key, value, contents) {
                 return Ok(true);
             }
             if self.next_offset >= self.block.entries_end {
