@@ -42,7 +42,9 @@ use latency::Percentiles;
 use record::{CellarRow, KeyPerField, RecordPerKey, RecordStore};
 use workload::{Op, OpReport, Opening, PhaseReport, PHASES};
 
-/// The engines and models, in turn order; `rocksdb-*` with the `rocksdb` feature.
+/// The engines and models, in turn order; `rocksdb-*` with the `rocksdb`
+/// feature. `cellar-get-row` (cellar reading with `get_row`, keeping its
+/// cells) runs only when `--engines` names it.
 pub const ENGINES: &[&str] = &[
     "cellar",
     "fjall-record",
@@ -63,6 +65,11 @@ pub fn model(engine: &str, fields: usize) -> String {
             "a record is a row of {fields} columns: a read is visit_row (get_row's cells lent), an update puts one \
              column, a scan is a row scan with a limit, its rows visited"
         )
+    } else if engine == "cellar-get-row" {
+        format!(
+            "as cellar, its cells kept: a read is get_row (a vector of {fields} Cells), a scan iterates Rows; an \
+             extra, in no ratio"
+        )
     } else if engine.ends_with("-record") {
         format!(
             "one key per record, the {fields} fields serialized in its value as YCSB's RocksDB binding does: an update \
@@ -80,6 +87,7 @@ pub fn model(engine: &str, fields: usize) -> String {
 pub fn open(engine: &str, dir: &Path, cache: Option<u64>) -> Result<Box<dyn RecordStore>> {
     match engine {
         "cellar" => Ok(Box::new(CellarRow::open(dir)?)),
+        "cellar-get-row" => Ok(Box::new(CellarRow::open_keeping_cells(dir)?)),
         "fjall-record" => Ok(Box::new(RecordPerKey::new(super::fjall::Fjall::open(dir, cache)?))),
         "fjall-field" => Ok(Box::new(KeyPerField::new(super::fjall::Fjall::open(dir, cache)?))),
         #[cfg(feature = "rocksdb")]
