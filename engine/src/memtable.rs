@@ -214,7 +214,7 @@ impl Memtable {
 
 /// A value copied out of the arena: a reader that keeps it does not keep the
 /// memtable alive. LevelDB and RocksDB copy out of their memtables too.
-fn copy_value(value: &[u8]) -> Bytes {
+pub(crate) fn copy_value(value: &[u8]) -> Bytes {
     Bytes::copy_from_slice(value)
 }
 
@@ -361,6 +361,35 @@ impl MemtableCursor {
     /// The current entry's value, copied out of the arena (empty past the end).
     pub fn value(&self) -> Bytes {
         self.node().map(|n| copy_value(n.value())).unwrap_or_default()
+    }
+
+    /// Hands the current entry (key, value, both borrowed from the arena) to
+    /// `visit`, and while `visit` answers true ("done with it") and the
+    /// list holds another entry, steps to that entry and hands it over too,
+    /// as [`BlockIter::walk`](cellar_sstable::BlockIter::walk) does within a
+    /// block: a reader that takes many neighbouring entries (the cells of a
+    /// row) follows the list's links in one loop.
+    ///
+    /// Returns true when `visit` declined an entry: the cursor stays on it.
+    /// False when `visit` took the list's last entry (the cursor stays on
+    /// it; [`MemtableCursor::next`] moves past it) or the cursor has no entry.
+    pub fn walk(&mut self, mut visit: impl FnMut(&[u8], &[u8]) -> bool) -> bool {
+        let Some(mut node) = self.node() else {
+            return false;
+        };
+        loop {
+            if !visit(node.key(), node.value()) {
+                self.at = Some(node.addr());
+                return true;
+            }
+            match node.next_entry() {
+                Some(next) => node = next,
+                None => {
+                    self.at = Some(node.addr());
+                    return false;
+                }
+            }
+        }
     }
 }
 

@@ -13,7 +13,7 @@
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::source::{BlockWalk, Cursor};
+use crate::source::{BlockWalk, Cursor, ValueIn};
 
 /// A k-way merge of cursors by key.
 pub(crate) struct MergeIterator {
@@ -128,19 +128,19 @@ impl MergeIterator {
         Ok(())
     }
 
-    /// Walks the data block the top cursor stands in (see
-    /// [`Cursor::walk_block`]) for as long as the top stays the smallest:
-    /// while its keys are below the current key of the cursor that would
-    /// come next (the top's smaller child), the merged stream is that
-    /// cursor's own, and the walk takes its entries in one loop. When it
-    /// stops, the heap is restored as after [`MergeIterator::next`]. With no
-    /// cursor (or the top over a memtable) nothing is walked
+    /// Walks the data block the top cursor stands in (a memtable's list, if
+    /// it is over one; see [`Cursor::walk_block`]) for as long as the top
+    /// stays the smallest: while its keys are below the current key of the
+    /// cursor that would come next (the top's smaller child), the merged
+    /// stream is that cursor's own, and the walk takes its entries in one
+    /// loop. When it stops, the heap is restored as after
+    /// [`MergeIterator::next`]. With no cursor nothing is walked
     /// ([`BlockWalk::Declined`]).
-    pub fn walk_block(&mut self, visit: impl FnMut(&[u8], &[u8], &Bytes) -> bool) -> Result<BlockWalk> {
+    pub fn walk_block(&mut self, visit: impl FnMut(&[u8], &[u8], ValueIn<'_>) -> bool) -> Result<BlockWalk> {
         let Some(&top) = self.heap.first() else {
             return Ok(BlockWalk::Declined);
         };
-        if !self.cursors.get(top).is_some_and(Cursor::walks_blocks) {
+        if !self.cursors.get(top).is_some_and(Cursor::valid) {
             return Ok(BlockWalk::Declined);
         }
         // The walk stays below the key of the cursor that would come next,

@@ -22,12 +22,13 @@
 //!   entries.
 //! * A row's cells are walked inside their data block where they can be
 //!   (`RangeRead::walk_cells`), whether they are lent or kept: while the
-//!   merge's top cursor is over a table and stays on top, each entry is
-//!   decoded, counted, judged and handed over in one loop, with no call
-//!   through the merge, the cursor and the table per cell (a row of a
-//!   hundred small cells pays those layers a hundred times otherwise). A
-//!   block's end, another source's turn, a new row and a settled cell's
-//!   versions go entry by entry. Both ways read, count and return the same.
+//!   merge's top cursor stays on top, each entry of its block (or of its
+//!   memtable's list) is decoded, counted, judged and handed over in one
+//!   loop, with no call through the merge, the cursor and the table per
+//!   cell (a row of a hundred small cells pays those layers a hundred times
+//!   otherwise). A block's end, another source's turn, a new row and a
+//!   settled cell's versions go entry by entry. Both ways read, count and
+//!   return the same.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -38,7 +39,7 @@ use cellar_sstable::ReadCost;
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
 use crate::merge::MergeIterator;
-use crate::source::{sources, BlockWalk, Cursor, RowKey, Source};
+use crate::source::{sources, BlockWalk, Cursor, RowKey, Source, ValueIn};
 use crate::trace::{Settled, SourceKind, SourceTrace, Trace};
 use crate::version::{FamilyVersion, TableFile, Version};
 use crate::visibility::{Verdict, Visibility};
@@ -614,8 +615,8 @@ struct Found<'a> {
     escaped: &'a [u8],
     timestamp: u64,
     value: &'a [u8],
-    /// The block's contents, which `value` lies in.
-    block: &'a Bytes,
+    /// Where `value` lies (a table's block or a memtable's arena).
+    value_in: ValueIn<'a>,
     /// The read's buffer for a column name that must be unescaped.
     unescaped: &'a mut Vec<u8>,
     /// The last row's column names, and the cell's position in its row
@@ -654,8 +655,8 @@ impl<F: FnMut(CellRef<'_>)> CellSink for Lend<'_, F> {
     }
 }
 
-/// Keeps each cell: its value a zero-copy slice of its block, its column
-/// shared with the last row's where it can be.
+/// Keeps each cell: its value a zero-copy slice of its block (a copy out of
+/// a memtable), its column shared with the last row's where it can be.
 struct Keep<'c>(&'c mut Vec<Cell>);
 
 impl CellSink for Keep<'_> {
@@ -670,8 +671,7 @@ impl CellSink for Keep<'_> {
         self.0.push(Cell {
             column: RangeRead::shared_column(found.names, found.at, found.escaped),
             timestamp: found.timestamp,
-            // The value was handed over from inside the block.
-            value: found.block.slice_ref(found.value),
+            value: found.value_in.keep(found.value),
         });
     }
 }
@@ -942,10 +942,9 @@ impl RangeRead {
 
     /// Hands the visible entry [`RangeRead::stop_at_visible`] stopped on to
     /// `sink`, then goes on handing it the visible cells of the same row
-    /// that follow it in the same data block, in one loop, while the merge's
-    /// top cursor is over a table (a single file, or a run's) and stays on
-    /// top, up to `limit` cells in all (at least one). Returns the number
-    /// handed over.
+    /// that follow it in the same data block (or memtable), in one loop,
+    /// while the merge's top cursor stays on top, up to `limit` cells in all
+    /// (at least one). Returns the number handed over.
     ///
     /// The loop is the read's own walk with the layers between a cell and
     /// its block taken out: each entry is decoded by the block, checked and
@@ -979,7 +978,7 @@ impl RangeRead {
             ..
         } = self;
         let (mut taken, mut first, mut damaged) = (0, true, false);
-        let walked = merge.walk_block(|entry_key, value, block| {
+        let walked = merge.walk_block(|entry_key, value, value_in| {
             if !first {
                 if taken >= limit {
                     return false;
@@ -1002,7 +1001,7 @@ impl RangeRead {
                 escaped: entry_key.get(column.clone()).unwrap_or_default(),
                 timestamp: *timestamp,
                 value,
-                block,
+                value_in,
                 unescaped,
                 names: columns,
                 at: *column_at,

@@ -340,17 +340,41 @@ impl RunFiles {
     }
 }
 
+/// Where an entry [`Cursor::walk_block`] hands over has its value, for a
+/// reader that keeps it.
+#[derive(Clone, Copy)]
+pub(crate) enum ValueIn<'a> {
+    /// In a table's data block, whose contents these are.
+    Block(&'a Bytes),
+    /// In a memtable's arena.
+    Arena,
+}
+
+impl ValueIn<'_> {
+    /// `value` (which lies where `self` says) as a handle to keep: a
+    /// zero-copy slice of its block, or a copy out of the arena (as
+    /// [`Cursor::value`] gives either).
+    #[inline]
+    pub fn keep(self, value: &[u8]) -> Bytes {
+        match self {
+            ValueIn::Block(block) => block.slice_ref(value),
+            ValueIn::Arena => crate::memtable::copy_value(value),
+        }
+    }
+}
+
 /// How [`Cursor::walk_block`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum BlockWalk {
-    /// Nothing was walked: the cursor is over a memtable, or at its end.
+    /// Nothing was walked: the cursor is at its end.
     Declined,
     /// The visitor declined an entry, or the next entry lies at or past the
     /// walk's bound: the cursor stands on it. Or the next entry lies past
     /// the range's end, and the cursor is at its end.
     Stopped,
-    /// The visitor took the block's last entry; the cursor still stands on
-    /// it, and [`Cursor::next`] moves on (into the next block).
+    /// The visitor took the block's last entry (a memtable's: its list's
+    /// last); the cursor still stands on it, and [`Cursor::next`] moves on
+    /// (into the next block).
     BlockEnd,
 }
 
@@ -438,50 +462,49 @@ impl Cursor {
         Ok(())
     }
 
-    /// Whether [`Cursor::walk_block`] would walk: the cursor is on an entry
-    /// of a table (a memtable's entries are not in blocks).
-    #[inline]
-    pub fn walks_blocks(&self) -> bool {
-        self.valid && !matches!(self.inner, CursorInner::Mem(_))
-    }
-
     /// Walks the entries of the data block in hand, from the current one, in
-    /// one loop (see [`TableIter::walk_block`]): `visit` is handed each entry
-    /// of the range while it answers true ("done with it, go on"). Each entry
-    /// the walk steps to is checked against the range's end and counted as
-    /// examined exactly as [`Cursor::next`] would; no block is read, so the
-    /// trace is the same whichever way a read walks. With a `bound`, the
-    /// walk also stops on the first entry at or past it (counted, as a step
-    /// onto it is): the key where another source's entries come first.
+    /// one loop (see [`TableIter::walk_block`]); a memtable walks its list
+    /// as one block. `visit` is handed each entry of the range, with where
+    /// its value lies, while it answers true ("done with it, go on"). Each
+    /// entry the walk steps to is checked against the range's end and
+    /// counted as examined exactly as [`Cursor::next`] would; no block is
+    /// read, so the trace is the same whichever way a read walks. With a
+    /// `bound`, the walk also stops on the first entry at or past it
+    /// (counted, as a step onto it is): the key where another source's
+    /// entries come first.
     pub fn walk_block(
         &mut self,
         bound: Option<&[u8]>,
-        mut visit: impl FnMut(&[u8], &[u8], &Bytes) -> bool,
+        mut visit: impl FnMut(&[u8], &[u8], ValueIn<'_>) -> bool,
     ) -> Result<BlockWalk> {
-        let iter = match &mut self.inner {
-            CursorInner::Mem(_) => return Ok(BlockWalk::Declined),
-            CursorInner::Table(t) => t,
-            CursorInner::Run(r) => &mut r.iter,
-        };
         if !self.valid {
             return Ok(BlockWalk::Declined);
         }
         let (end, examined) = (self.end.as_deref(), &mut self.examined);
         let (mut first, mut past_end) = (true, false);
-        let stopped = iter.walk_block(|key, value, block| {
-            if !first {
-                if end.is_some_and(|end| key >= end) {
-                    past_end = true;
-                    return false;
-                }
-                *examined += 1;
-                if bound.is_some_and(|bound| key >= bound) {
-                    return false;
-                }
+        // Whether the walk goes on to an entry: the current one always;
+        // each next one if it lies inside the range (counted) and below `bound`.
+        let mut admit = |key: &[u8]| {
+            if first {
+                first = false;
+                return true;
             }
-            first = false;
-            visit(key, value, block)
-        })?;
+            if end.is_some_and(|end| key >= end) {
+                past_end = true;
+                return false;
+            }
+            *examined += 1;
+            !bound.is_some_and(|bound| key >= bound)
+        };
+        let stopped = match &mut self.inner {
+            CursorInner::Mem(m) => m.walk(|key, value| admit(key) && visit(key, value, ValueIn::Arena)),
+            CursorInner::Table(t) => {
+                t.walk_block(|key, value, block| admit(key) && visit(key, value, ValueIn::Block(block)))?
+            }
+            CursorInner::Run(r) => r
+                .iter
+                .walk_block(|key, value, block| admit(key) && visit(key, value, ValueIn::Block(block)))?,
+        };
         self.valid = !past_end;
         Ok(match stopped {
             true => BlockWalk::Stopped,
