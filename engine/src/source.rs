@@ -494,7 +494,7 @@ impl Cursor {
                 return false;
             }
             *examined += 1;
-            !bound.is_some_and(|bound| key >= bound)
+            bound.is_none_or(|bound| key < bound)
         };
         let stopped = match &mut self.inner {
             CursorInner::Mem(m) => m.walk(|key, value| admit(key) && visit(key, value, ValueIn::Arena)),
