@@ -537,7 +537,7 @@ fn visible_cell(entry_key: &[u8], row: &[u8]) -> Option<(u64, std::ops::Range<us
 /// byte (the common case: nothing copied), else unescaped into `buffer`.
 #[inline]
 fn column_name<'a>(escaped: &'a [u8], buffer: &'a mut Vec<u8>) -> &'a [u8] {
-    if !escaped.contains(&0) {
+    if !key::has_zero(escaped) {
         return escaped;
     }
     buffer.clear();
@@ -606,8 +606,8 @@ enum Next {
     Damaged,
 }
 
-/// A visible cell [`RangeRead::walk_cells`] found in a block, borrowed
-/// where it lies, with what a [`CellSink`] needs to name it.
+/// A visible cell [`RangeRead::walk_cells`] found in a block (or a
+/// memtable), borrowed where it lies, with what a [`CellSink`] needs to name it.
 struct Found<'a> {
     /// The read's row (empty for a read of one row: its caller has it).
     row: &'a [u8],
@@ -631,7 +631,7 @@ trait CellSink {
     /// Takes the visible entry the walk stands on, entry by entry (the walk
     /// moves past it).
     fn take_current(&mut self, read: &mut RangeRead) -> Result<()>;
-    /// Takes a visible cell found inside a block.
+    /// Takes a visible cell found inside a block (or a memtable).
     fn take_found(&mut self, found: Found<'_>);
 }
 
@@ -926,16 +926,18 @@ impl RangeRead {
 
     /// Lends the visible entry [`RangeRead::stop_at_visible`] stopped on to
     /// `visit`, and the visible cells of its row that follow it in the same
-    /// data block (see [`RangeRead::walk_cells`]). Returns the number lent.
+    /// data block or memtable (see [`RangeRead::walk_cells`]). Returns the
+    /// number lent.
     fn lend_cells(&mut self, visit: &mut impl FnMut(CellRef<'_>)) -> Result<usize> {
         self.walk_cells(usize::MAX, &mut Lend(visit))
     }
 
     /// Appends the visible entry [`RangeRead::stop_at_visible`] stopped on
     /// to `cells`, as [`RangeRead::take_cell`] does, and the visible cells
-    /// of its row that follow it in the same data block, `limit` in all at
+    /// of its row that follow it in the same data block or memtable, `limit` in all at
     /// most (see [`RangeRead::walk_cells`]): a [`Cell`]'s value is a
-    /// zero-copy slice of the block, as it is when taken entry by entry.
+    /// zero-copy slice of its block (a copy out of a memtable's arena), as
+    /// it is when taken entry by entry.
     fn take_cells(&mut self, cells: &mut Vec<Cell>, limit: usize) -> Result<usize> {
         self.walk_cells(limit, &mut Keep(cells))
     }
@@ -974,7 +976,6 @@ impl RangeRead {
             versions_piled,
             columns,
             column_at,
-            one_row,
             ..
         } = self;
         let (mut taken, mut first, mut damaged) = (0, true, false);
@@ -983,7 +984,7 @@ impl RangeRead {
                 if taken >= limit {
                     return false;
                 }
-                match Self::judge_next(visibility, versions_piled, *one_row, entry_key) {
+                match Self::judge_next(visibility, versions_piled, entry_key) {
                     Next::Take(ts, escaped) => {
                         (*timestamp, *column, *new_row) = (ts, escaped, false);
                     }
@@ -1030,7 +1031,7 @@ impl RangeRead {
     /// the entry-by-entry walk (it starts a row, or it is of a settled cell:
     /// neither is judged here, so the walk meets it exactly as it would have).
     #[inline]
-    fn judge_next(visibility: &mut Visibility, versions_piled: &mut bool, one_row: bool, entry_key: &[u8]) -> Next {
+    fn judge_next(visibility: &mut Visibility, versions_piled: &mut bool, entry_key: &[u8]) -> Next {
         if visibility.cell_settled() {
             if visibility.in_cell(entry_key) {
                 return Next::Stop;
@@ -1038,16 +1039,15 @@ impl RangeRead {
             // What `skip_settled_cell` concludes on a cell with no version left.
             *versions_piled = false;
         }
-        if !one_row && !key::prefix(entry_key).starts_with(visibility.row()) {
-            return Next::Stop;
-        }
-        match visibility.judge(entry_key) {
+        // (A read of one row never leaves its row: its range lies inside it.)
+        match visibility.judge_in_row(entry_key) {
             None => Next::Damaged,
-            Some(Verdict::Visible) => match visible_cell(entry_key, visibility.row()) {
+            Some(None) => Next::Stop,
+            Some(Some(Verdict::Visible)) => match visible_cell(entry_key, visibility.row()) {
                 Some((timestamp, column)) => Next::Take(timestamp, column),
                 None => Next::Damaged,
             },
-            Some(_) => Next::Pass,
+            Some(Some(_)) => Next::Pass,
         }
     }
 
@@ -1068,7 +1068,7 @@ impl RangeRead {
         // An escaped column with no zero byte is the column itself.
         if let Some(name) = names
             .get(at)
-            .filter(|name| !escaped.contains(&0) && name.as_ref() == escaped)
+            .filter(|name| !key::has_zero(escaped) && name.as_ref() == escaped)
         {
             return name.clone();
         }

@@ -146,6 +146,21 @@ impl Visibility {
     /// caller reports it as corruption where it knows the entry's file and
     /// block. The check is the decode the rule needs anyway: it costs nothing.
     pub fn judge(&mut self, entry_key: &[u8]) -> Option<Verdict> {
+        self.judge_key(entry_key, true).flatten()
+    }
+
+    /// [`Visibility::judge`] for a walk that stops before the first entry of
+    /// another row and leaves it unjudged: `Some(None)` for such an entry
+    /// (nothing changes), else what `judge` answers. The row is told from
+    /// the comparison `judge` makes anyway, so the walk compares no key twice.
+    pub fn judge_in_row(&mut self, entry_key: &[u8]) -> Option<Option<Verdict>> {
+        self.judge_key(entry_key, false)
+    }
+
+    /// [`Visibility::judge`], which starts a new row only if `may_start_row`
+    /// (else answers `Some(None)` there).
+    #[inline]
+    fn judge_key(&mut self, entry_key: &[u8], may_start_row: bool) -> Option<Option<Verdict>> {
         let (ts, seq, kind) = key::suffix(entry_key)?;
         let body = key::prefix(entry_key);
         if self.one_row {
@@ -161,13 +176,16 @@ impl Visibility {
             // A new cell; a new row too unless it starts with the row's prefix
             // (which ends with a terminator that no row or column contains).
             if self.row.is_empty() || !body.starts_with(&self.row) {
+                if !may_start_row {
+                    return Some(None);
+                }
                 self.start_row();
                 self.row.extend_from_slice(key::row_part(entry_key)?);
             }
             self.start_cell();
             self.cell.extend_from_slice(body);
         }
-        Some(self.judge_entry(ts, seq, kind))
+        Some(Some(self.judge_entry(ts, seq, kind)))
     }
 
     /// Whether `entry_key` is of the current cell (for a read skipping the
