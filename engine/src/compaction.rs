@@ -86,6 +86,7 @@
 //! write early.
 
 use std::ops::Range;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
@@ -391,6 +392,44 @@ fn choose_leveled(files: &[FileShape<'_>], trigger: usize, base_bytes: u64, mult
     })
 }
 
+/// How long until a leveled family at rest is due a settle (see
+/// [`crate::Settle`]): `None` if it is not to be settled at all (no settle
+/// in its options, size-tiered, automatic compaction off, table files under
+/// the byte floor, or too little above the last level), else how much longer
+/// its writes must pause, having paused for `paused` (zero: settle now).
+///
+/// What sits above the last level is its files at levels 0 to 5 and
+/// `memtable_bytes`, the memory of its memtables (a little more than their
+/// flush would write): a settle flushes them too, and the log they pin is
+/// deleted once no family needs it. A family just settled has nothing
+/// there, so it is not settled again until it has been written to.
+pub fn settle_due_in(
+    files: &[FileShape<'_>],
+    memtable_bytes: u64,
+    options: &FamilyOptions,
+    paused: Duration,
+) -> Option<Duration> {
+    let settle = options.settle_when_idle?;
+    if options.compaction_trigger == 0 || !matches!(options.compaction, Compaction::Leveled { .. }) {
+        return None;
+    }
+    let tables: u64 = files.iter().map(|f| f.size).sum();
+    if tables < settle.min_bytes {
+        return None;
+    }
+    let above = files
+        .iter()
+        .filter(|f| f.level < LAST_LEVEL)
+        .map(|f| f.size)
+        .sum::<u64>()
+        .saturating_add(memtable_bytes);
+    let total = tables.saturating_add(memtable_bytes);
+    if above == 0 || above.saturating_mul(100) < total.saturating_mul(u64::from(settle.min_above_percent)) {
+        return None;
+    }
+    Some(settle.idle.saturating_sub(paused))
+}
+
 /// What a flush or a compaction keeps, decided one entry at a time over its
 /// merged inputs (cell order: row, column, newest first) by the one
 /// visibility rule ([`Visibility`]).
@@ -609,6 +648,74 @@ mod tests {
                 bottommost: false
             })
         );
+    }
+
+    /// A settled-looking leveled family: 1.2 GB in the last level, and
+    /// `above` MiB at the base level.
+    fn at_rest(above: u64) -> Vec<FileShape<'static>> {
+        let mut files = vec![file(5, 4, 6, 1200, "a", "z")];
+        if above > 0 {
+            files.insert(0, file(10, 3, 5, above, "a", "z"));
+        }
+        files
+    }
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn a_leveled_family_with_enough_above_its_last_level_is_settled_once_its_writes_pause() {
+        let options = leveled(4);
+        // 60 MiB above 1.2 GB: 4.8% of 1260 MiB. Due once writes have paused 1 s.
+        let files = at_rest(60);
+        assert_eq!(settle_due_in(&files, 0, &options, Duration::ZERO), Some(SECOND));
+        assert_eq!(
+            settle_due_in(&files, 0, &options, Duration::from_millis(300)),
+            Some(Duration::from_millis(700))
+        );
+        assert_eq!(settle_due_in(&files, 0, &options, SECOND), Some(Duration::ZERO));
+        assert_eq!(settle_due_in(&files, 0, &options, 5 * SECOND), Some(Duration::ZERO));
+        // Level 0 counts as above the last level, as the base level does.
+        let level_0 = [file(20, 20, 0, 60, "a", "z"), file(5, 4, 6, 1200, "a", "z")];
+        assert_eq!(settle_due_in(&level_0, 0, &options, SECOND), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn a_settled_family_is_not_settled_again_until_3_percent_of_it_sits_above_the_last_level() {
+        let options = leveled(4);
+        // Just settled: everything in the last level, nothing in memory.
+        assert_eq!(settle_due_in(&at_rest(0), 0, &options, 5 * SECOND), None);
+        // 37 MiB of 1237 is 2.99%; 38 of 1238 is 3.07%.
+        assert_eq!(settle_due_in(&at_rest(37), 0, &options, 5 * SECOND), None);
+        assert_eq!(settle_due_in(&at_rest(38), 0, &options, 5 * SECOND), Some(Duration::ZERO));
+        // The memtables count as above it: a settle flushes them.
+        assert_eq!(settle_due_in(&at_rest(0), 38 * MB, &options, 5 * SECOND), Some(Duration::ZERO));
+        assert_eq!(settle_due_in(&at_rest(20), 18 * MB, &options, 5 * SECOND), Some(Duration::ZERO));
+        assert_eq!(settle_due_in(&at_rest(20), 17 * MB, &options, 5 * SECOND), None);
+    }
+
+    #[test]
+    fn a_family_under_the_byte_floor_or_not_leveled_or_not_compacting_is_never_settled() {
+        // 200 MiB, all of it at level 0: under the 256 MiB floor.
+        let small = [file(20, 20, 0, 200, "a", "z")];
+        assert_eq!(settle_due_in(&small, 0, &leveled(4), 5 * SECOND), None);
+        // The memtables do not count toward the floor: only table files do.
+        assert_eq!(settle_due_in(&small, 100 * MB, &leveled(4), 5 * SECOND), None);
+        let files = at_rest(100);
+        assert_eq!(settle_due_in(&files, 0, &leveled(4), 5 * SECOND), Some(Duration::ZERO));
+        assert_eq!(settle_due_in(&files, 0, &leveled(0), 5 * SECOND), None, "automatic compaction off");
+        let tiered = FamilyOptions::default().compaction(Compaction::SizeTiered);
+        assert_eq!(settle_due_in(&files, 0, &tiered, 5 * SECOND), None, "size-tiered");
+        let never = leveled(4).settle_when_idle(None);
+        assert_eq!(settle_due_in(&files, 0, &never, 5 * SECOND), None, "no settle");
+        // A floor, an idle time and a share of the family's own.
+        let own = leveled(4).settle_when_idle(Some(crate::options::Settle {
+            idle: Duration::from_millis(50),
+            min_bytes: MB,
+            min_above_percent: 50,
+        }));
+        let level_0 = [file(20, 20, 0, 1, "a", "z"), file(5, 4, 6, 1, "a", "z")];
+        assert_eq!(settle_due_in(&level_0, 0, &own, Duration::from_millis(20)), Some(Duration::from_millis(30)));
+        assert_eq!(settle_due_in(&at_rest(100), 0, &own, 5 * SECOND), None, "100 MiB of 1300 is under 50%");
     }
 
     #[test]
