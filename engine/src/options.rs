@@ -755,6 +755,80 @@ mod tests {
     }
 
     #[test]
+    fn a_settle_other_than_the_default_is_recorded_in_version_5() {
+        // The default settle needs no bytes: default options stay version 4.
+        assert_eq!(FamilyOptions::default().encode()[0], 4);
+        let own = Settle {
+            idle: Duration::from_millis(250),
+            min_bytes: 64 << 10,
+            min_above_percent: 7,
+        };
+        for compaction in [Compaction::LEVELED, Compaction::SizeTiered] {
+            for settle in [Some(own), None] {
+                let options = FamilyOptions::default()
+                    .compaction(compaction)
+                    .settle_when_idle(settle);
+                let bytes = options.encode();
+                // Version 4's fields (the strategy byte 0 for size-tiered, with
+                // nothing after it), then the settle.
+                let mut expected = FamilyOptions::default().compaction(compaction).encode();
+                if compaction == Compaction::SizeTiered {
+                    expected = FamilyOptions::default().encode();
+                    expected.truncate(expected.len() - 13);
+                    expected.push(0);
+                }
+                expected[0] = 5;
+                match settle {
+                    None => expected.push(0),
+                    Some(_) => {
+                        expected.push(1);
+                        expected.extend_from_slice(&250u64.to_le_bytes());
+                        expected.extend_from_slice(&(64u64 << 10).to_le_bytes());
+                        expected.extend_from_slice(&7u32.to_le_bytes());
+                    }
+                }
+                assert_eq!(bytes, expected, "{compaction:?} {settle:?}");
+                assert_eq!(FamilyOptions::decode(&bytes), Some(options));
+            }
+        }
+        // Version 5 with the default settle, an unknown settle byte, a strategy
+        // byte 0 in version 4, a 0% share, a record cut short: not options.
+        let mut default_in_5 = FamilyOptions::default().settle_when_idle(None).encode();
+        default_in_5.pop();
+        default_in_5.push(1);
+        default_in_5.extend_from_slice(&1000u64.to_le_bytes());
+        default_in_5.extend_from_slice(&(256u64 << 20).to_le_bytes());
+        default_in_5.extend_from_slice(&3u32.to_le_bytes());
+        assert_eq!(FamilyOptions::decode(&default_in_5), None);
+        let mut bad = FamilyOptions::default().settle_when_idle(None).encode();
+        if let Some(last) = bad.last_mut() {
+            *last = 2;
+        }
+        assert_eq!(FamilyOptions::decode(&bad), None);
+        let mut tiered_4 = FamilyOptions::default().compaction(Compaction::SizeTiered).settle_when_idle(None).encode();
+        tiered_4[0] = 4;
+        tiered_4.pop();
+        assert_eq!(FamilyOptions::decode(&tiered_4), None);
+        let zero = FamilyOptions::default().settle_when_idle(Some(Settle {
+            min_above_percent: 0,
+            ..own
+        }));
+        assert!(zero.validate().is_err());
+        let mut zero_bytes = FamilyOptions::default().settle_when_idle(Some(own)).encode();
+        let at = zero_bytes.len() - 4;
+        zero_bytes[at] = 0;
+        assert_eq!(FamilyOptions::decode(&zero_bytes), None);
+        let mut short = FamilyOptions::default().settle_when_idle(Some(own)).encode();
+        short.pop();
+        assert_eq!(FamilyOptions::decode(&short), None);
+        let instant = FamilyOptions::default().settle_when_idle(Some(Settle {
+            idle: Duration::from_micros(500),
+            ..own
+        }));
+        assert!(instant.validate().is_err(), "the manifest keeps milliseconds");
+    }
+
+    #[test]
     fn family_names_cannot_be_paths() {
         for bad in ["", "../x", "a/b", ".", "A", "é", &"a".repeat(65), "lost"] {
             assert!(
