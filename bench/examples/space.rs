@@ -5,7 +5,9 @@
 //!
 //! `cargo run --release -p cellar-bench --example space -- --num 10000000 --dir /tmp/space`
 //! (an empty or absent folder, else it refuses; the store is kept there for `cellar` to inspect).
-//! `--every N` also settles after every N writes and prints the figure there;
+//! `--every N` also settles after every N writes and prints the figure there
+//! (each such wait settles the family at rest too, once it passes 256 MiB:
+//! `--settle false` shows what leveled compaction alone leaves);
 //! `--trigger`, `--memtable-bytes`, `--tail-copies` and `--settle` change the
 //! family's options from `cellar-leveled`'s (the defaults, leveled, settled
 //! at rest; `--settle false` leaves the settle out).

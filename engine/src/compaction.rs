@@ -38,37 +38,53 @@
 //! * **Major** compaction merges every run of a family into one run (at the
 //!   last level, for a leveled family), split into files of the target size.
 //!
-//! Where a settled leveled family's bytes go, taken apart file by file by
-//! `cargo run --release -p cellar-bench --example space -- --num 10000000
-//! --dir DIR` (`bench/src/peers/space.rs`): after 10M random puts of
-//! db_bench's shape (16-byte keys, 100-byte values; 6.32M distinct keys) and
-//! after 10M more (8.65M), once no flush or compaction had work left, 1.185
-//! and 1.212 times the user bytes (within 0.001 from run to run). The last level stores 123.4 bytes per
-//! entry against 116 of data: the key as stored 18.1 (the row's last bytes,
-//! the column and its separators, the timestamp as an XOR; sequence numbers
-//! are zeroed there), entry headers, restarts and block trailers 3.6, the
-//! index 0.35, the bloom filter's 10 bits per row 1.25. So the last level
-//! alone would be 1.064. Above it, after the fill and after the overwrite:
-//! level 0 0.164 and 0.080 (three flushes, then two, under the trigger of
-//! four; 127 bytes per entry, their sequence numbers not yet zeroed), the
-//! base level 0.023 and 0.078 (under its target of a tenth of the last), the
-//! active memtable's log 0.011 and 0.017 (145 bytes per write); the manifest
-//! a few tens of KB. Nothing else: no log segment past its use, no unused
-//! tail, no table file the version does not list. The entries beyond one
-//! per key, 0.108 and 0.133 per key, are nearly all old versions in the last
-//! level (635K of 683K, then 1.09M of 1.15M), each shadowed by its newer
-//! copy above: the levels above the last hold newest versions, and the
-//! space they cost is the last level's old copies until they are merged down. The figure is where the
-//! writes stopped: settled after every million writes (`--every 1000000`),
-//! the same run gave 1.08 to 1.19 during the fill and 1.13 to 1.26 during
-//! the overwrite, as level 0 fills to three runs and empties, the base level
-//! to its target and the log to a full memtable (about 0.046 at this size).
-//! Fewer copies cost writes: a trigger of 2 gave 1.112 and 1.136, a 32 MiB
-//! memtable 1.130 and 1.114, for write amplification of about 8.7 and 9.6
-//! against 6.1 and 7.0; and neither bounds the figure (1.19 at some stopping
-//! points of the overwrite), because a full memtable's log (0.046) or a full
-//! base level (0.10) alone is more than the 0.036 between the last level and
-//! 1.10.
+//! Where a leveled family's bytes go once no flush or compaction has work
+//! left, taken apart file by file by `cargo run --release -p cellar-bench
+//! --example space -- --num 10000000 --dir DIR --settle false`
+//! (`bench/src/peers/space.rs`): after 10M random puts of db_bench's shape
+//! (16-byte keys, 100-byte values; 6.32M distinct keys) and after 10M more
+//! (8.65M), 1.185 and 1.212 times the user bytes (within 0.001 from run to
+//! run). The last level stores 123.4 bytes per entry against 116 of data:
+//! the key as stored 18.1 (the row's last bytes, the column and its
+//! separators, the timestamp as an XOR; sequence numbers are zeroed there),
+//! entry headers, restarts and block trailers 3.6, the index 0.35, the bloom
+//! filter's 10 bits per row 1.25. So the last level alone would be 1.064.
+//! Above it, after the fill and after the overwrite: level 0 0.164 and 0.080
+//! (three flushes, then two, under the trigger of four; 127 bytes per
+//! entry, their sequence numbers not yet zeroed), the base level 0.023 and
+//! 0.078 (under its target of a tenth of the last), the active memtable's
+//! log 0.011 and 0.017 (145 bytes per write); the manifest a few tens of KB.
+//! Nothing else: no log segment past its use, no unused tail, no table file
+//! the version does not list. The entries beyond one per key, 0.108 and
+//! 0.133 per key, are nearly all old versions in the last level (635K of
+//! 683K, then 1.09M of 1.15M), each shadowed by its newer copy above: the
+//! levels above the last hold newest versions, and the space they cost is
+//! the last level's old copies until they are merged down. The figure is
+//! where the writes stopped: settled after every million writes (`--every
+//! 1000000`), the same run gave 1.08 to 1.19 during the fill and 1.13 to
+//! 1.26 during the overwrite, as level 0 fills to three runs and empties,
+//! the base level to its target and the log to a full memtable (about 0.046
+//! at this size). Fewer copies cost writes: a trigger of 2 gave 1.112 and
+//! 1.136, a 32 MiB memtable 1.130 and 1.114, for write amplification of
+//! about 8.7 and 9.6 against 6.1 and 7.0; and neither bounds the figure
+//! (1.19 at some stopping points of the overwrite), because a full
+//! memtable's log (0.046) or a full base level (0.10) alone is more than the
+//! 0.036 between the last level and 1.10.
+//!
+//! What bounds it is the *settle at rest* ([`crate::Settle`], on by
+//! default): once a leveled family's writes pause for a second, and it holds
+//! 256 MiB of tables with at least 3% of its bytes above the last level, the
+//! compacting thread flushes its memtable and merges every run into the last
+//! level (a major compaction; see [`settle_due_in`] and `store/settle.rs`).
+//! The same command without `--settle false`: 1.063 after the fill and
+//! 1.065 after the overwrite, the last level alone, every superseded copy
+//! gone and the log empty. The wait for background work after each phase
+//! took 3.7 and 5.3 s, against 0.8 and 1.7 s without the settle: the minor
+//! compactions, the idle second from the first look after them, then about
+//! 2 and 2.6 s of flushing and merging. The settles wrote 0.78 and 1.07 GB,
+//! 0.67 and 0.91 bytes per user byte of the phase: write amplification 6.77
+//! and 7.39 in all, against 6.10 and 7.00. While writes go on the figure
+//! moves as above; the settle bounds it once they pause.
 //!
 //! Which files to merge is decided by [`choose`], a pure function of the
 //! files' levels, runs, sizes and row ranges ([`FileShape`]), so each policy
@@ -266,9 +282,10 @@ pub fn tier(run_sizes: &[u64], trigger: usize) -> Option<Range<usize>> {
 /// 100 MB: fewer newer copies above the last level, so fewer old copies in
 /// it that they shadow, for smaller and more frequent merges into it.
 /// Measured with the `space` example (10M puts of db_bench's shape, then 10M
-/// more, each settled): with the floor added here, 1.291 and 1.339 times the
-/// user bytes (RocksDB's own run: 1.28 and 1.39) for write amplification of
-/// 4.65 and 5.81; without it, 1.185 and 1.212 for 6.10 and 7.00.
+/// more, each settled, without the settle at rest: `--settle false`): with
+/// the floor added here, 1.291 and 1.339 times the user bytes (RocksDB's own
+/// run: 1.28 and 1.39) for write amplification of 4.65 and 5.81; without
+/// it, 1.185 and 1.212 for 6.10 and 7.00.
 pub fn level_targets(
     sizes: &[u64; LEVELS as usize],
     base_bytes: u64,
@@ -399,10 +416,12 @@ fn choose_leveled(files: &[FileShape<'_>], trigger: usize, base_bytes: u64, mult
 /// its writes must pause, having paused for `paused` (zero: settle now).
 ///
 /// What sits above the last level is its files at levels 0 to 5 and
-/// `memtable_bytes`, the memory of its memtables (a little more than their
-/// flush would write): a settle flushes them too, and the log they pin is
-/// deleted once no family needs it. A family just settled has nothing
-/// there, so it is not settled again until it has been written to.
+/// `memtable_bytes`, what its memtables would write as tables: a settle
+/// flushes them too, and the log they pin is deleted once no family needs
+/// it. (Their memory would not do: a memtable's row filter is allocated
+/// whole by its first write, up to 16 MiB, so one write would count as
+/// megabytes.) A family just settled has nothing there, so it is not
+/// settled again until it has been written to.
 pub fn settle_due_in(
     files: &[FileShape<'_>],
     memtable_bytes: u64,

@@ -218,8 +218,9 @@ impl Compaction {
 /// newest versions of some keys, and the last level their older copies: at
 /// 10M random puts of db_bench's shape, 1.18 to 1.21 bytes on disk per user
 /// byte where the last level alone is 1.06. Merged into it, those copies go.
-/// The price is one rewrite of the whole family per settle (about 20 s and
-/// 0.9-1.2 GB at that size), so a settle waits for three things:
+/// The price is one rewrite of the whole family per settle (at that size,
+/// 0.8 to 1.1 GB written in 2 to 3 s on an idle machine), so a settle
+/// waits for three things:
 ///
 /// * the family's writes have paused for `idle` (reads, and writes to
 ///   other families, do not count), so a family is not rewritten under its
@@ -237,17 +238,20 @@ impl Compaction {
 /// above 0) are settled; a size-tiered family ignores this option.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settle {
-    /// How long the family's writes must have paused (default 1 s).
-    /// The compacting thread checks at most this often while the family
-    /// qualifies and writes go on, so a settle starts between one and two
-    /// `idle`s after the last write.
+    /// How long the family's writes must have paused (default 1 s). The
+    /// compacting thread sees a pause only when it looks: after its minor
+    /// compactions, and then once per `idle` while the family qualifies. So
+    /// a settle starts one `idle` after the first look that follows the
+    /// last write: between one and two `idle`s after it, or one after the
+    /// compactions that follow it, if they take longer.
     pub idle: Duration,
     /// The family's table bytes must reach this (default 256 MiB, RocksDB's
     /// `max_bytes_for_level_base`: below it a leveled family has no level
     /// between level 0 and its last).
     pub min_bytes: u64,
     /// The bytes above the last level (levels 0 to 5, and the memtables'
-    /// memory) must reach this percentage of the family's bytes (default 3,
+    /// entries at the bytes per entry of the family's tables) must reach
+    /// this percentage of the family's bytes (default 3,
     /// from 1 to 100). Each such byte shadows at most one older copy in the
     /// last level, so 3% bounds what a settle could still win at about 0.03
     /// of the user's bytes, and a family written a little at a time is

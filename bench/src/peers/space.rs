@@ -17,8 +17,10 @@
 //!   key is a superseded version waiting for compaction to meet it.
 //!
 //! [`fill_and_measure`] builds the scale run's store (the same keys, values
-//! and options as `cellar-leveled`: fillrandom then overwrite, each settled)
-//! and prints the breakdown after each phase; [`breakdown`] measures any open
+//! and options as `cellar-leveled`: fillrandom then overwrite, each settled,
+//! which includes the settle at rest, `cellar_engine::Settle`) and prints
+//! the breakdown after each phase, with how long the wait for background
+//! work took and what the settles wrote; [`breakdown`] measures any open
 //! store. The `space` example runs it.
 
 use std::collections::BTreeSet;

@@ -5,12 +5,14 @@
 //! to table files, one runs minor compactions, and unless every write syncs
 //! ([`SyncPolicy::Always`]) one syncs the log: when a write has waited its
 //! [`SyncPolicy::Interval`], or to write a segment back ahead of its rotation.
-//! They sleep on a condition variable until there is work; nothing polls.
+//! They sleep on a condition variable until there is work; nothing polls
+//! (the compacting thread also wakes when a family's writes will have
+//! paused long enough for its settle at rest, and only while one qualifies).
 //!
 //! This file holds the public [`Store`] and the shared state; the work is in
 //! `write` (the write path and group commit), `install` (the one way a new
-//! version is installed), `flush`, `compact` (running a compaction) and
-//! `background` (the threads).
+//! version is installed), `flush`, `compact` (running a compaction),
+//! `settle` (the settle at rest) and `background` (the threads).
 //!
 //! Lock order (never taken the other way round): `writer`, then `manifest`,
 //! then `version`; `durable` before `appended`, and `writer` before `durable`

@@ -73,13 +73,25 @@ impl Inner {
             };
             quiet.families.insert(fam.id, (writes, since));
             let shapes: Vec<FileShape<'_>> = fam.tables.iter().map(|t| t.shape()).collect();
-            let memtables: u64 = fam.frozen.iter().chain([&fam.active]).map(|m| m.bytes() as u64).sum();
+            // The memtables' entries at the tables' bytes per entry: about
+            // what a flush of them would write.
+            let (bytes, entries) = fam
+                .tables
+                .iter()
+                .fold((0u64, 0u64), |(b, e), t| (b + t.meta.size, e + t.meta.entries));
+            let in_memory: u64 = fam.frozen.iter().chain([&fam.active]).map(|m| m.entries() as u64).sum();
+            let memtables = in_memory.saturating_mul(bytes / entries.max(1));
             match compaction::settle_due_in(&shapes, memtables, &fam.options, now.duration_since(since)) {
                 None => {}
                 Some(wait) if wait.is_zero() => {
                     due.get_or_insert_with(|| (fam.id, fam.name.clone(), fam.counters.clone()));
                 }
-                Some(wait) => next = Some(next.map_or(now + wait, |n| n.min(now + wait))),
+                Some(wait) => {
+                    // An idle time past what the clock can add is never over.
+                    if let Some(at) = now.checked_add(wait) {
+                        next = Some(next.map_or(at, |n| n.min(at)));
+                    }
+                }
             }
         }
         drop(v);
