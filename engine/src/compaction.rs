@@ -705,10 +705,19 @@ mod tests {
         assert_eq!(settle_due_in(&at_rest(0), 0, &options, 5 * SECOND), None);
         // 37 MiB of 1237 is 2.99%; 38 of 1238 is 3.07%.
         assert_eq!(settle_due_in(&at_rest(37), 0, &options, 5 * SECOND), None);
-        assert_eq!(settle_due_in(&at_rest(38), 0, &options, 5 * SECOND), Some(Duration::ZERO));
+        assert_eq!(
+            settle_due_in(&at_rest(38), 0, &options, 5 * SECOND),
+            Some(Duration::ZERO)
+        );
         // The memtables count as above it: a settle flushes them.
-        assert_eq!(settle_due_in(&at_rest(0), 38 * MB, &options, 5 * SECOND), Some(Duration::ZERO));
-        assert_eq!(settle_due_in(&at_rest(20), 18 * MB, &options, 5 * SECOND), Some(Duration::ZERO));
+        assert_eq!(
+            settle_due_in(&at_rest(0), 38 * MB, &options, 5 * SECOND),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            settle_due_in(&at_rest(20), 18 * MB, &options, 5 * SECOND),
+            Some(Duration::ZERO)
+        );
         assert_eq!(settle_due_in(&at_rest(20), 17 * MB, &options, 5 * SECOND), None);
     }
 
@@ -721,7 +730,11 @@ mod tests {
         assert_eq!(settle_due_in(&small, 100 * MB, &leveled(4), 5 * SECOND), None);
         let files = at_rest(100);
         assert_eq!(settle_due_in(&files, 0, &leveled(4), 5 * SECOND), Some(Duration::ZERO));
-        assert_eq!(settle_due_in(&files, 0, &leveled(0), 5 * SECOND), None, "automatic compaction off");
+        assert_eq!(
+            settle_due_in(&files, 0, &leveled(0), 5 * SECOND),
+            None,
+            "automatic compaction off"
+        );
         let tiered = FamilyOptions::default().compaction(Compaction::SizeTiered);
         assert_eq!(settle_due_in(&files, 0, &tiered, 5 * SECOND), None, "size-tiered");
         let never = leveled(4).settle_when_idle(None);
@@ -733,8 +746,15 @@ mod tests {
             min_above_percent: 50,
         }));
         let level_0 = [file(20, 20, 0, 1, "a", "z"), file(5, 4, 6, 1, "a", "z")];
-        assert_eq!(settle_due_in(&level_0, 0, &own, Duration::from_millis(20)), Some(Duration::from_millis(30)));
-        assert_eq!(settle_due_in(&at_rest(100), 0, &own, 5 * SECOND), None, "100 MiB of 1300 is under 50%");
+        assert_eq!(
+            settle_due_in(&level_0, 0, &own, Duration::from_millis(20)),
+            Some(Duration::from_millis(30))
+        );
+        assert_eq!(
+            settle_due_in(&at_rest(100), 0, &own, 5 * SECOND),
+            None,
+            "100 MiB of 1300 is under 50%"
+        );
     }
 
     #[test]

@@ -769,9 +769,7 @@ mod tests {
         };
         for compaction in [Compaction::LEVELED, Compaction::SizeTiered] {
             for settle in [Some(own), None] {
-                let options = FamilyOptions::default()
-                    .compaction(compaction)
-                    .settle_when_idle(settle);
+                let options = FamilyOptions::default().compaction(compaction).settle_when_idle(settle);
                 let bytes = options.encode();
                 // Version 4's fields (the strategy byte 0 for size-tiered, with
                 // nothing after it), then the settle.
@@ -809,7 +807,10 @@ mod tests {
             *last = 2;
         }
         assert_eq!(FamilyOptions::decode(&bad), None);
-        let mut tiered_4 = FamilyOptions::default().compaction(Compaction::SizeTiered).settle_when_idle(None).encode();
+        let mut tiered_4 = FamilyOptions::default()
+            .compaction(Compaction::SizeTiered)
+            .settle_when_idle(None)
+            .encode();
         tiered_4[0] = 4;
         tiered_4.pop();
         assert_eq!(FamilyOptions::decode(&tiered_4), None);

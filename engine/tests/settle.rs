@@ -55,7 +55,10 @@ struct Writer {
 
 impl Writer {
     fn new(seed: u64) -> Writer {
-        Writer { state: seed, written: 0 }
+        Writer {
+            state: seed,
+            written: 0,
+        }
     }
 
     fn next(&mut self) -> u64 {
@@ -69,7 +72,7 @@ impl Writer {
     fn write(&mut self, store: &Store, model: &mut Model) -> TestResult {
         let draw = self.next();
         let row = format!("row{:05}", (draw >> 8) % ROWS);
-        if draw % 8 == 0 {
+        if draw.is_multiple_of(8) {
             store.delete("f", &row, "c")?;
             model.insert(row, None);
         } else {
@@ -92,14 +95,19 @@ fn check(store: &Store, model: &Model) -> TestResult {
     let scanned: Vec<(String, String)> = rows
         .iter()
         .flat_map(|r| {
-            r.cells
-                .iter()
-                .map(|c| (String::from_utf8_lossy(&r.key).into_owned(), String::from_utf8_lossy(&c.value).into_owned()))
+            r.cells.iter().map(|c| {
+                (
+                    String::from_utf8_lossy(&r.key).into_owned(),
+                    String::from_utf8_lossy(&c.value).into_owned(),
+                )
+            })
         })
         .collect();
     assert_eq!(scanned, expected);
     for (row, value) in model.iter().step_by(7) {
-        let got = store.get("f", row, "c")?.map(|c| String::from_utf8_lossy(&c.value).into_owned());
+        let got = store
+            .get("f", row, "c")?
+            .map(|c| String::from_utf8_lossy(&c.value).into_owned());
         assert_eq!(&got, value, "{row}");
     }
     Ok(())
@@ -159,7 +167,11 @@ fn writes_that_go_on_hold_off_the_settle_and_a_pause_brings_it_without_being_ask
         assert!(stopped.elapsed() < PATIENCE, "no settle after the writes stopped");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(stopped.elapsed() >= IDLE, "settled {:?} after the last write", stopped.elapsed());
+    assert!(
+        stopped.elapsed() >= IDLE,
+        "settled {:?} after the last write",
+        stopped.elapsed()
+    );
     store.wait_for_background_work()?;
     assert_eq!(settles(&store)?, 1);
     let tables = store.tables();
@@ -180,7 +192,11 @@ fn wait_for_background_work_returns_after_the_settle_and_a_second_wait_settles_n
 
     let last_write = Instant::now();
     store.wait_for_background_work()?;
-    assert!(last_write.elapsed() >= IDLE, "returned after {:?}", last_write.elapsed());
+    assert!(
+        last_write.elapsed() >= IDLE,
+        "returned after {:?}",
+        last_write.elapsed()
+    );
     let stats = store.stats()?;
     let f = stats.family("f").ok_or("no family f")?;
     assert_eq!(f.settles, 1);

@@ -481,12 +481,10 @@ pub fn fill_and_measure(dir: &Path, family: FamilyOptions, num: u64, seed: u64, 
 /// how many, the bytes they wrote, and those per byte the user wrote in the
 /// phase (`previous`: the statistics after the phase before, if any).
 fn settle_line(previous: Option<&cellar_engine::Stats>, now: &cellar_engine::Stats, seconds: f64) -> String {
-    let sum = |s: &cellar_engine::Stats, f: fn(&cellar_engine::FamilyStats) -> u64| -> u64 {
-        s.families.iter().map(f).sum()
-    };
-    let delta = |f: fn(&cellar_engine::FamilyStats) -> u64| {
-        sum(now, f).saturating_sub(previous.map_or(0, |p| sum(p, f)))
-    };
+    let sum =
+        |s: &cellar_engine::Stats, f: fn(&cellar_engine::FamilyStats) -> u64| -> u64 { s.families.iter().map(f).sum() };
+    let delta =
+        |f: fn(&cellar_engine::FamilyStats) -> u64| sum(now, f).saturating_sub(previous.map_or(0, |p| sum(p, f)));
     let user = delta(|f| f.user_bytes_written);
     let settled = delta(|f| f.settle_bytes_written);
     format!(

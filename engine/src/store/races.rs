@@ -694,12 +694,19 @@ fn a_close_during_a_settle_cuts_it_short_and_loses_nothing() -> TestResult {
         let store = Store::open(dir.path(), StoreOptions::default().family_with("a", family))?;
         assert_eq!(store.stats()?.family("a").map(|f| f.live_entries), Some(11_000));
         for i in (0..11_000).step_by(97) {
-            assert_eq!(value(&store, &format!("row{i:05}"))?, Some(format!("v{i}").into_bytes()), "{at}");
+            assert_eq!(
+                value(&store, &format!("row{i:05}"))?,
+                Some(format!("v{i}").into_bytes()),
+                "{at}"
+            );
         }
         // Nothing of the settle was installed: the files it would have
         // merged are still above the last level, and no file is left over.
         let tables = store.tables();
-        assert!(tables.iter().any(|t| t.level < compaction::LAST_LEVEL), "{at}: {tables:?}");
+        assert!(
+            tables.iter().any(|t| t.level < compaction::LAST_LEVEL),
+            "{at}: {tables:?}"
+        );
         let files = std::fs::read_dir(dir.path().join("a"))?.count();
         assert_eq!(files, tables.len(), "{at}");
     }
