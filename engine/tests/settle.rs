@@ -17,7 +17,7 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 const LAST_LEVEL: u32 = 6;
 
 /// How long the test family's writes must pause before it is settled.
-const IDLE: Duration = Duration::from_millis(300);
+const IDLE: Duration = Duration::from_millis(500);
 
 /// Longest a test waits for the store to do something by itself.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -145,10 +145,10 @@ fn writes_that_go_on_hold_off_the_settle_and_a_pause_brings_it_without_being_ask
     let (mut writer, mut model) = (Writer::new(1), Model::new());
     write_some(&store, &mut writer, &mut model, 10_250)?;
 
-    // Writes go on for five idle times, a few every 2 ms: the family
+    // Writes go on for four idle times, a few every 2 ms: the family
     // qualifies all along, and is never settled.
     let start = Instant::now();
-    while start.elapsed() < 5 * IDLE {
+    while start.elapsed() < 4 * IDLE {
         for _ in 0..20 {
             writer.write(&store, &mut model)?;
         }
