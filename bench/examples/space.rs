@@ -5,16 +5,19 @@
 //!
 //! `cargo run --release -p cellar-bench --example space -- --num 10000000 --dir /tmp/space`
 //! (an empty or absent folder, else it refuses; the store is kept there for `cellar` to inspect).
-//! `--every N` also settles after every N writes and prints the figure there;
-//! `--trigger`, `--memtable-bytes` and `--tail-copies` change the family's
-//! options from `cellar-leveled`'s (the defaults, leveled).
+//! `--every N` also settles after every N writes and prints the figure there
+//! (each such wait settles the family at rest too, once it passes 256 MiB:
+//! `--settle false` shows what leveled compaction alone leaves);
+//! `--trigger`, `--memtable-bytes`, `--tail-copies` and `--settle` change the
+//! family's options from `cellar-leveled`'s (the defaults, leveled, settled
+//! at rest; `--settle false` leaves the settle out).
 
 use std::path::PathBuf;
 
 use cellar_bench::peers::space;
 
 const USAGE: &str = "--num N --seed S --every N --dir PATH, and to try other family options: \
-                     --trigger RUNS --memtable-bytes BYTES --tail-copies true|false";
+                     --trigger RUNS --memtable-bytes BYTES --tail-copies true|false --settle true|false";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut num, mut seed, mut every, mut dir) = (2_000_000u64, 1u64, 0u64, None);
@@ -30,6 +33,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--trigger" => family = family.compaction_trigger(value.parse()?),
             "--memtable-bytes" => family = family.memtable_max_bytes(value.parse()?),
             "--tail-copies" => family = family.tail_copies(value.parse()?),
+            "--settle" => {
+                let on: bool = value.parse()?;
+                family = family.settle_when_idle(on.then(cellar_engine::Settle::default));
+            }
             _ => return Err(format!("unknown argument {arg}: {USAGE}").into()),
         }
     }

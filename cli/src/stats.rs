@@ -69,6 +69,8 @@ pub fn stats(ctx: &Context, store: &Opened, out: &mut dyn Write) -> Result<(), E
                     "compactions": f.compactions,
                     "compaction_bytes_read": f.compaction_bytes_read,
                     "compaction_bytes_written": f.compaction_bytes_written,
+                    "settles": f.settles,
+                    "settle_bytes_written": f.settle_bytes_written,
                     "write_amplification": amplification(family_written(f), f.user_bytes_written),
                 })
             })

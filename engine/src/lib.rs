@@ -76,7 +76,7 @@ pub use batch::WriteBatch;
 pub use cellar_sstable::BlockCache;
 pub use error::{Error, Result};
 pub use options::{
-    validate_family_name, Compaction, Compression, FamilyOptions, StoreOptions, SyncPolicy, LOG_BUFFER_BYTES,
+    validate_family_name, Compaction, Compression, FamilyOptions, Settle, StoreOptions, SyncPolicy, LOG_BUFFER_BYTES,
     MAX_COLUMN_BYTES, MAX_ROW_BYTES, MAX_VALUE_BYTES,
 };
 pub use read::{Cell, CellRef, ColumnRange, Row, RowRange, Scan, Snapshot};

@@ -136,6 +136,12 @@ pub struct FamilyStats {
     pub compaction_bytes_read: u64,
     /// Bytes compactions wrote.
     pub compaction_bytes_written: u64,
+    /// Settles done since the store was opened: major compactions the
+    /// compacting thread ran once the family's writes paused
+    /// ([`crate::Settle`]). Each is counted among `compactions` too.
+    pub settles: u64,
+    /// Bytes the settles wrote (counted in `compaction_bytes_written` too).
+    pub settle_bytes_written: u64,
 }
 
 impl FamilyStats {
@@ -228,6 +234,8 @@ fn family_stats(fam: &FamilyVersion, sequence: u64, now_ms: u64) -> Result<Famil
         compactions: c.compactions.load(Ordering::Relaxed),
         compaction_bytes_read: c.compaction_bytes_read.load(Ordering::Relaxed),
         compaction_bytes_written: c.compaction_bytes_written.load(Ordering::Relaxed),
+        settles: c.settles.load(Ordering::Relaxed),
+        settle_bytes_written: c.settle_bytes_written.load(Ordering::Relaxed),
         ..FamilyStats::default()
     };
     // Stored and live: one pass over every source, counting both.

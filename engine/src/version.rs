@@ -125,6 +125,8 @@ pub(crate) struct FamilyCounters {
     pub compactions: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
+    pub settles: AtomicU64,
+    pub settle_bytes_written: AtomicU64,
 }
 
 impl FamilyVersion {

@@ -17,8 +17,10 @@
 //!   key is a superseded version waiting for compaction to meet it.
 //!
 //! [`fill_and_measure`] builds the scale run's store (the same keys, values
-//! and options as `cellar-leveled`: fillrandom then overwrite, each settled)
-//! and prints the breakdown after each phase; [`breakdown`] measures any open
+//! and options as `cellar-leveled`: fillrandom then overwrite, each settled,
+//! which includes the settle at rest, `cellar_engine::Settle`) and prints
+//! the breakdown after each phase, with how long the wait for background
+//! work took and what the settles wrote; [`breakdown`] measures any open
 //! store. The `space` example runs it.
 
 use std::collections::BTreeSet;
@@ -449,6 +451,7 @@ pub fn fill_and_measure(dir: &Path, family: FamilyOptions, num: u64, seed: u64, 
     let mut rng = Rng::new(seed);
     let mut values = Values::new(&mut rng);
     let mut out = String::new();
+    let mut previous = None;
     for phase in ["fillrandom", "overwrite"] {
         for i in 1..=num {
             let k = rng.below(num);
@@ -458,14 +461,38 @@ pub fn fill_and_measure(dir: &Path, family: FamilyOptions, num: u64, seed: u64, 
                 let _ = writeln!(out, "{phase} {i}: {}", breakdown(&store, dir)?.summary());
             }
         }
+        let waited = std::time::Instant::now();
         store.wait_for_background_work()?;
+        let seconds = waited.elapsed().as_secs_f64();
+        let stats = store.stats()?;
         let mut b = breakdown(&store, dir)?;
         b.shadowed = count_shadowed(&store, &b, dir)?;
         let _ = writeln!(out, "{phase}, settled:");
         out.push_str(&render(&b));
         let _ = writeln!(out, "  {}", b.summary());
+        let _ = writeln!(out, "  {}", settle_line(previous.as_ref(), &stats, seconds));
+        previous = Some(stats);
     }
     Ok(out)
+}
+
+/// What the wait for background work after a phase took, and what the
+/// settles at rest did in the phase and its wait (`cellar_engine::Settle`):
+/// how many, the bytes they wrote, and those per byte the user wrote in the
+/// phase (`previous`: the statistics after the phase before, if any).
+fn settle_line(previous: Option<&cellar_engine::Stats>, now: &cellar_engine::Stats, seconds: f64) -> String {
+    let sum =
+        |s: &cellar_engine::Stats, f: fn(&cellar_engine::FamilyStats) -> u64| -> u64 { s.families.iter().map(f).sum() };
+    let delta =
+        |f: fn(&cellar_engine::FamilyStats) -> u64| sum(now, f).saturating_sub(previous.map_or(0, |p| sum(p, f)));
+    let user = delta(|f| f.user_bytes_written);
+    let settled = delta(|f| f.settle_bytes_written);
+    format!(
+        "waited {seconds:.1} s for background work; settles at rest {} writing {settled} bytes, {:.2} per user byte \
+         of the phase",
+        delta(|f| f.settles),
+        share(settled, user),
+    )
 }
 
 #[cfg(test)]

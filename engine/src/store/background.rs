@@ -9,7 +9,11 @@
 //! sync thread sleeps until the one moment a sync is due, and only while a
 //! write waits for one; the flush thread wakes once after a pause in the
 //! writes, and only while flushed memtables wait to be freed (see
-//! `retire`). A failure stops the store's writes.
+//! `retire`); the compacting thread, out of work, wakes when a family's
+//! writes will have paused long enough for its settle, and only while some
+//! family qualifies for one (see `settle`: under a steady load, once per
+//! idle time; with none qualifying, never). A failure stops the store's
+//! writes.
 //!
 //! The compacting thread runs at a lower CPU priority than the writers
 //! (`StoreOptions::compaction_nice`): a merge can wait a scheduler slice,
@@ -20,6 +24,7 @@
 use parking_lot::MutexGuard;
 
 use super::retire::RETIRED_GRACE;
+use super::settle::{Quiet, SettleCheck};
 use super::*;
 
 impl Inner {
@@ -30,6 +35,8 @@ impl Inner {
         if let Job::Compaction = job {
             lower_cpu_priority(self.options.compaction_nice);
         }
+        // The compacting thread's memory of each family's writes (see `settle`).
+        let mut quiet = Quiet::default();
         loop {
             {
                 let mut bg = self.background.lock();
@@ -52,6 +59,12 @@ impl Inner {
                         if self.wake.wait_for(&mut bg, RETIRED_GRACE).timed_out() {
                             MutexGuard::unlocked(&mut bg, || self.free_retired_if_writes_paused());
                         }
+                    } else if let (Job::Compaction, Some(at)) = (job, bg.settle_at) {
+                        // A family qualifies for a settle: look again once
+                        // its writes may have paused long enough.
+                        if self.wake.wait_until(&mut bg, at).timed_out() || Instant::now() >= at {
+                            break;
+                        }
                     } else {
                         self.wake.wait(&mut bg);
                     }
@@ -63,7 +76,7 @@ impl Inner {
             }
             let result = loop {
                 if self.shutting_down.load(Ordering::SeqCst) || self.stopped.lock().is_some() {
-                    break Ok(());
+                    break Ok(None);
                 }
                 let step = match job {
                     Job::Flush => self.flush_one(),
@@ -71,22 +84,40 @@ impl Inner {
                 };
                 match step {
                     Ok(true) => continue,
-                    Ok(false) => break Ok(()),
+                    Ok(false) if matches!(job, Job::Compaction) => {}
+                    Ok(false) => break Ok(None),
+                    Err(e) => break Err(e),
+                }
+                // Out of minor compactions: a family to settle, or a moment
+                // to look again.
+                match self.settle_if_quiet(&mut quiet) {
+                    Ok(SettleCheck::Settled) => continue,
+                    Ok(SettleCheck::Next(at)) => break Ok(at),
                     Err(e) => break Err(e),
                 }
             };
-            if let Err(e) = result {
-                if !self.shutting_down.load(Ordering::SeqCst) {
-                    self.stop(&e);
+            let settle_at = match result {
+                Ok(at) => at,
+                Err(e) => {
+                    if !self.shutting_down.load(Ordering::SeqCst) {
+                        self.stop(&e);
+                    }
+                    None
                 }
-            }
+            };
             let mut bg = self.background.lock();
             match job {
                 Job::Flush => {
                     bg.flushing = false;
                     bg.compaction_pending = true;
                 }
-                _ => bg.compacting = false,
+                _ => {
+                    bg.compacting = false;
+                    // Set with `compacting` cleared, under the lock: a
+                    // waiter for background work never sees the thread idle
+                    // while a settle is still due.
+                    bg.settle_at = settle_at;
+                }
             }
             self.wake.notify_all();
         }

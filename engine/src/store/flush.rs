@@ -12,7 +12,9 @@ use super::*;
 
 impl Inner {
     /// Freezes the non-empty memtables of `ids` and waits until every frozen
-    /// memtable of those families is in a table file.
+    /// memtable of those families is in a table file. A close ends the wait
+    /// with an error: the flush thread stops at once, and the compacting
+    /// thread (which flushes a family before settling it) must too.
     pub(super) fn flush_and_wait(&self, ids: &[u32]) -> Result<()> {
         {
             let mut w = self.writer.lock();
@@ -30,6 +32,9 @@ impl Inner {
         let mut bg = self.background.lock();
         loop {
             self.check_stopped()?;
+            if bg.shutdown {
+                return Err(Error::WritesStopped("the store is closing".into()));
+            }
             let v = self.current();
             if ids
                 .iter()

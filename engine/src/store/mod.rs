@@ -5,12 +5,14 @@
 //! to table files, one runs minor compactions, and unless every write syncs
 //! ([`SyncPolicy::Always`]) one syncs the log: when a write has waited its
 //! [`SyncPolicy::Interval`], or to write a segment back ahead of its rotation.
-//! They sleep on a condition variable until there is work; nothing polls.
+//! They sleep on a condition variable until there is work; nothing polls
+//! (the compacting thread also wakes when a family's writes will have
+//! paused long enough for its settle at rest, and only while one qualifies).
 //!
 //! This file holds the public [`Store`] and the shared state; the work is in
 //! `write` (the write path and group commit), `install` (the one way a new
-//! version is installed), `flush`, `compact` (running a compaction) and
-//! `background` (the threads).
+//! version is installed), `flush`, `compact` (running a compaction),
+//! `settle` (the settle at rest) and `background` (the threads).
 //!
 //! Lock order (never taken the other way round): `writer`, then `manifest`,
 //! then `version`; `durable` before `appended`, and `writer` before `durable`
@@ -57,6 +59,7 @@ mod install;
 #[cfg(test)]
 mod races;
 mod retire;
+mod settle;
 mod write;
 
 use install::Change;
@@ -86,13 +89,17 @@ pub(crate) struct Writer {
 /// What the background threads are asked to do, and are doing. Every change
 /// is made holding the `background` lock and followed by a signal on `wake`,
 /// and every wait checks its condition holding that same lock: so no wake-up
-/// is ever lost, and no wait needs a timeout.
+/// is ever lost, and no wait for work needs a timeout (the timeouts are for
+/// moments: an interval sync, a settle, retired memtables to free).
 #[derive(Default)]
 struct Background {
     flush_pending: bool,
     compaction_pending: bool,
     flushing: bool,
     compacting: bool,
+    /// When the compacting thread looks again for a family to settle, if
+    /// one qualifies but its writes have not paused long enough (see `settle`).
+    settle_at: Option<Instant>,
     /// When the interval sync is due (`SyncPolicy::Interval`), if a write waits for one.
     sync_at: Option<Instant>,
     /// A log segment to write back (`SyncPolicy::Never` and `Buffered`).
@@ -463,22 +470,30 @@ impl Store {
     /// Major compaction of a family: flushes its memtable, then merges all its
     /// files into one run split at the target file size (at the last level,
     /// for a leveled family), dropping shadowed and surplus versions, expired
-    /// cells and every tombstone.
+    /// cells and every tombstone. A leveled family gets one by itself once
+    /// its writes pause ([`crate::Settle`]).
     pub fn compact(&self, family: &str) -> Result<CompactionReport> {
         let id = self.inner.family_id(family)?;
         self.inner.flush_and_wait(&[id])?;
         self.inner.compact_major(id, family)
     }
 
-    /// Waits until no memtable waits for flush and no minor compaction has work,
-    /// and frees the memtables already flushed.
+    /// Waits until the store has settled: no memtable waits for flush, no
+    /// minor compaction has work, and no family waits for its settle at rest
+    /// ([`crate::Settle`]); then frees the memtables already flushed.
+    ///
+    /// A family that qualifies for a settle is work left: this waits until
+    /// its writes have paused for its idle time (1 s by default) and the
+    /// settle has run, so it returns at the earliest that long after the
+    /// family's last write, and not while another thread keeps writing to it.
     pub fn wait_for_background_work(&self) -> Result<()> {
         self.inner.signal(Job::Compaction);
         let mut bg = self.inner.background.lock();
         loop {
             self.inner.check_stopped()?;
             let frozen = self.inner.current().families.values().any(|f| !f.frozen.is_empty());
-            if !frozen && !bg.flush_pending && !bg.flushing && !bg.compaction_pending && !bg.compacting {
+            let idle = !bg.flush_pending && !bg.flushing && !bg.compaction_pending && !bg.compacting;
+            if !frozen && idle && bg.settle_at.is_none() {
                 drop(bg);
                 // Settled includes memory: the flushed memtables the writer
                 // would free on its next write go now (see `retire`).

@@ -632,3 +632,83 @@ fn statistics_read_once_a_move_or_a_merge_is_installed_count_it() -> TestResult 
     store.inner.hooks.set("compaction::installed", || {});
     Ok(())
 }
+
+/// A store whose family "a" is due a settle at rest 200 ms after its last
+/// write: 11,000 rows, flushed every 2,000, the last 1,000 in the memtable.
+fn store_due_a_settle(dir: &Path) -> Result<Store> {
+    let family = FamilyOptions::default()
+        .memtable_max_entries(2000)
+        .settle_when_idle(Some(crate::options::Settle {
+            idle: Duration::from_millis(200),
+            min_bytes: 1,
+            min_above_percent: 1,
+        }));
+    let store = Store::open(dir, StoreOptions::default().family_with("a", family))?;
+    for i in 0..11_000 {
+        store.put("a", format!("row{i:05}"), "c", format!("v{i}"))?;
+    }
+    Ok(store)
+}
+
+/// Closes `store` once a background thread reaches the point `at` (and
+/// holds it there until the close has begun); returns how long the close
+/// took, or an error if it had not returned after `PATIENCE`.
+fn close_when_the_settle_reaches(store: Store, at: &'static str) -> std::result::Result<Duration, String> {
+    let (reached, reached_rx) = signal();
+    let inner = Arc::downgrade(&store.inner);
+    store.inner.hooks.set(at, move || {
+        let _ = reached.send(());
+        let deadline = std::time::Instant::now() + PATIENCE;
+        while inner.upgrade().is_some_and(|i| !i.shutting_down.load(Ordering::SeqCst))
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    wait(&reached_rx, at);
+    let (closed, closed_rx) = channel();
+    std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        drop(store);
+        let _ = closed.send(start.elapsed());
+    });
+    closed_rx
+        .recv_timeout(PATIENCE)
+        .map_err(|_| format!("the close did not return while the settle was at {at}"))
+}
+
+/// A close while the compacting thread settles a family: it waits neither
+/// for the flush the settle asked for (the flush thread stops at close, and
+/// the compacting thread used to wait for that flush forever, so the close
+/// never returned) nor for the merge, which is cut short and installs
+/// nothing. The reopened store has every row.
+#[test]
+fn a_close_during_a_settle_cuts_it_short_and_loses_nothing() -> TestResult {
+    for at in ["rotate::new_segment_live", "settle::flushed"] {
+        let dir = tempfile::tempdir()?;
+        let store = store_due_a_settle(dir.path())?;
+        let took = close_when_the_settle_reaches(store, at)?;
+        assert!(took < PATIENCE / 2, "the close took {took:?}");
+
+        let family = FamilyOptions::default().settle_when_idle(None);
+        let store = Store::open(dir.path(), StoreOptions::default().family_with("a", family))?;
+        assert_eq!(store.stats()?.family("a").map(|f| f.live_entries), Some(11_000));
+        for i in (0..11_000).step_by(97) {
+            assert_eq!(
+                value(&store, &format!("row{i:05}"))?,
+                Some(format!("v{i}").into_bytes()),
+                "{at}"
+            );
+        }
+        // Nothing of the settle was installed: the files it would have
+        // merged are still above the last level, and no file is left over.
+        let tables = store.tables();
+        assert!(
+            tables.iter().any(|t| t.level < compaction::LAST_LEVEL),
+            "{at}: {tables:?}"
+        );
+        let files = std::fs::read_dir(dir.path().join("a"))?.count();
+        assert_eq!(files, tables.len(), "{at}");
+    }
+    Ok(())
+}
