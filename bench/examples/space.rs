@@ -8,16 +8,19 @@
 //! `--every N` also settles after every N writes and prints the figure there
 //! (each such wait settles the family at rest too, once it passes 256 MiB:
 //! `--settle false` shows what leveled compaction alone leaves);
-//! `--trigger`, `--memtable-bytes`, `--tail-copies` and `--settle` change the
-//! family's options from `cellar-leveled`'s (the defaults, leveled, settled
-//! at rest; `--settle false` leaves the settle out).
+//! `--trigger`, `--memtable-bytes`, `--tail-copies`, `--settle` and
+//! `--compaction` change the family's options from `cellar-leveled`'s (the
+//! defaults, leveled, settled at rest; `--settle false` leaves the settle
+//! out; `--compaction tiered` is the scale run's size-tiered `cellar`, whose
+//! runs all sit at level 0, so its breakdown shows them all there).
 
 use std::path::PathBuf;
 
 use cellar_bench::peers::space;
 
 const USAGE: &str = "--num N --seed S --every N --dir PATH, and to try other family options: \
-                     --trigger RUNS --memtable-bytes BYTES --tail-copies true|false --settle true|false";
+                     --trigger RUNS --memtable-bytes BYTES --tail-copies true|false --settle true|false \
+                     --compaction leveled|tiered";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut num, mut seed, mut every, mut dir) = (2_000_000u64, 1u64, 0u64, None);
@@ -36,6 +39,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--settle" => {
                 let on: bool = value.parse()?;
                 family = family.settle_when_idle(on.then(cellar_engine::Settle::default));
+            }
+            "--compaction" => {
+                family = family.compaction(match value.as_str() {
+                    "leveled" => cellar_engine::Compaction::LEVELED,
+                    "tiered" => cellar_engine::Compaction::SizeTiered,
+                    _ => return Err(format!("--compaction takes leveled or tiered: {USAGE}").into()),
+                });
             }
             _ => return Err(format!("unknown argument {arg}: {USAGE}").into()),
         }

@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use cellar::{Compaction, Compression, FamilyOptions, Store};
+use cellar::{Compaction, Compression, FamilyOptions, Settle, Store};
 use serde_json::{json, Value};
 
 use crate::clock::{self, duration_text};
@@ -252,14 +252,41 @@ pub fn create(ctx: &Context, store: &Store, a: &CreateArgs, out: &mut dyn Write)
 /// A family's options in one line, as `dump-manifest` prints them.
 pub fn options_text(o: &FamilyOptions) -> String {
     format!(
-        "max versions {}, ttl {}, bloom bits {}, block size {}, tail copies {}, compaction {}",
+        "max versions {}, ttl {}, bloom bits {}, block size {}, tail copies {}, compaction {}, settle {}",
         o.max_versions,
         o.ttl.map_or_else(|| "-".to_string(), duration_text),
         o.bloom_bits_per_key,
         o.block_size,
         if o.tail_copies { "on" } else { "off" },
-        compaction_text(o)
+        compaction_text(o),
+        settle_text(o.settle_when_idle)
     )
+}
+
+/// When the family is settled at rest: its idle time, byte floor and
+/// percentage outside the run a settle leaves ("1s idle, 256 MiB, 3%"), or
+/// "off".
+fn settle_text(settle: Option<Settle>) -> String {
+    match settle {
+        None => "off".to_string(),
+        Some(s) => format!(
+            "{} idle, {}, {}%",
+            duration_text(s.idle),
+            bytes_text(s.min_bytes),
+            s.min_above_percent
+        ),
+    }
+}
+
+/// A byte count in the largest binary unit that divides it: "256 MiB",
+/// "64 KiB", "1000 bytes".
+fn bytes_text(bytes: u64) -> String {
+    for (unit, size) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if bytes >= size && bytes.is_multiple_of(size) {
+            return format!("{} {unit}", bytes / size);
+        }
+    }
+    format!("{bytes} bytes")
 }
 
 /// `tiered` or `leveled`, as `--compaction` takes it.
@@ -302,6 +329,11 @@ pub fn list(ctx: &Context, store: &Opened, out: &mut dyn Write) -> Result<(), Er
                     "compaction_trigger": o.compaction_trigger,
                     "memtable_max_bytes": o.memtable_max_bytes,
                     "target_file_bytes": o.target_file_bytes,
+                    "settle_when_idle": o.settle_when_idle.map(|s| json!({
+                        "idle_ms": s.idle.as_millis() as u64,
+                        "min_bytes": s.min_bytes,
+                        "min_above_percent": s.min_above_percent,
+                    })),
                 })
             })
             .collect();
@@ -320,6 +352,7 @@ pub fn list(ctx: &Context, store: &Opened, out: &mut dyn Write) -> Result<(), Er
                 if o.tail_copies { "on" } else { "off" }.to_string(),
                 o.compression.to_string(),
                 compaction_text(o),
+                settle_text(o.settle_when_idle),
             ]
         })
         .collect();
@@ -332,6 +365,7 @@ pub fn list(ctx: &Context, store: &Opened, out: &mut dyn Write) -> Result<(), Er
         "tail copies",
         "compression",
         "compaction",
+        "settle at rest",
     ];
     write!(out, "{}", format::table(&headers, &rows))?;
     writeln!(
@@ -341,4 +375,24 @@ pub fn list(ctx: &Context, store: &Opened, out: &mut dyn Write) -> Result<(), Er
         if families.len() == 1 { "y" } else { "ies" }
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_settle_prints_its_idle_time_floor_and_percentage_or_off() {
+        assert_eq!(settle_text(Some(Settle::default())), "1s idle, 256 MiB, 3%");
+        let own = Settle {
+            idle: Duration::from_millis(500),
+            min_bytes: 64 << 10,
+            min_above_percent: 1,
+        };
+        assert_eq!(settle_text(Some(own)), "500ms idle, 64 KiB, 1%");
+        assert_eq!(settle_text(None), "off");
+        assert_eq!(bytes_text(1000), "1000 bytes");
+        assert_eq!(bytes_text(3 << 30), "3 GiB");
+        assert_eq!(bytes_text(0), "0 bytes");
+    }
 }

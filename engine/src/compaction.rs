@@ -417,19 +417,40 @@ fn choose_leveled(files: &[FileShape<'_>], trigger: usize, base_bytes: u64, mult
     })
 }
 
-/// How long until a leveled family at rest is due a settle (see
-/// [`crate::Settle`]): `None` if it is not to be settled at all (no settle
-/// in its options, size-tiered, automatic compaction off, table files under
-/// the byte floor, or too little above the last level), else how much longer
-/// its writes must pause, having paused for `paused` (zero: settle now).
+/// How long until a family at rest is due a settle (see [`crate::Settle`]):
+/// `None` if it is not to be settled at all (no settle in its options,
+/// automatic compaction off, table files under the byte floor, or too little
+/// outside the run a settle leaves), else how much longer its writes must
+/// pause, having paused for `paused` (zero: settle now).
 ///
-/// What sits above the last level is its files at levels 0 to 5 and
-/// `memtable_bytes`, what its memtables would write as tables: a settle
-/// flushes them too, and the log they pin is deleted once no family needs
-/// it. (Their memory would not do: a memtable's row filter is allocated
-/// whole by its first write, up to 16 MiB, so one write would count as
-/// megabytes.) A family just settled has nothing there, so it is not
-/// settled again until it has been written to.
+/// A settle is a major compaction, which leaves one run: a leveled family's
+/// last level, a size-tiered family's single run. What it can win is the
+/// copies kept *outside* that run, so the percentage counts:
+///
+/// * **Leveled**: its files at levels 0 to 5, everything above the last
+///   level. Each of them is a newer version than what the last level holds
+///   of its key (or a key the last level lacks), so they bound the old
+///   copies a merge into the last level can drop.
+/// * **Size-tiered**: every run but the *largest*. A tiered tree has no
+///   level to merge into, only runs in age order; the settle merges them
+///   all into one. The merged run holds at least one entry per distinct
+///   cell of the largest run, so the entries outside it bound the copies
+///   the merge can drop (the same bound as the leveled case, where the
+///   last level is the largest run). The oldest run would count more
+///   whenever a newer tier outgrew it (four 256 MiB runs merged into a
+///   newer 1 GiB one ahead of an older 300 MiB run), and rewrite a
+///   gigabyte to win at most 300 MB. Usually the two are the same run:
+///   tiers grow with age.
+///
+/// Under both, `memtable_bytes` counts too, what its memtables would write
+/// as tables: a settle flushes them, and the log they pin is deleted once no
+/// family needs it. (Their memory would not do: a memtable's row filter is
+/// allocated whole by its first write, up to 16 MiB, so one write would
+/// count as megabytes.) A deletion outside the run counts only its own
+/// bytes, not those of the value it hides inside it, so under deletions a
+/// settle wins more than the percentage says. A family just settled holds
+/// one run and nothing in memory, so it is not settled again until it has
+/// been written to.
 pub fn settle_due_in(
     files: &[FileShape<'_>],
     memtable_bytes: u64,
@@ -437,21 +458,25 @@ pub fn settle_due_in(
     paused: Duration,
 ) -> Option<Duration> {
     let settle = options.settle_when_idle?;
-    if options.compaction_trigger == 0 || !matches!(options.compaction, Compaction::Leveled { .. }) {
+    if options.compaction_trigger == 0 {
         return None;
     }
     let tables: u64 = files.iter().map(|f| f.size).sum();
     if tables < settle.min_bytes {
         return None;
     }
-    let above = files
-        .iter()
-        .filter(|f| f.level < LAST_LEVEL)
-        .map(|f| f.size)
-        .sum::<u64>()
-        .saturating_add(memtable_bytes);
+    // The bytes that stay where they are if the settle leaves the tree as it is.
+    let kept = match options.compaction {
+        Compaction::Leveled { .. } => files.iter().filter(|f| f.level == LAST_LEVEL).map(|f| f.size).sum(),
+        Compaction::SizeTiered => runs(files)
+            .iter()
+            .map(|r| r.iter().map(|f| f.size).sum::<u64>())
+            .max()
+            .unwrap_or(0),
+    };
+    let outside = tables.saturating_sub(kept).saturating_add(memtable_bytes);
     let total = tables.saturating_add(memtable_bytes);
-    if above == 0 || above.saturating_mul(100) < total.saturating_mul(u64::from(settle.min_above_percent)) {
+    if outside == 0 || outside.saturating_mul(100) < total.saturating_mul(u64::from(settle.min_above_percent)) {
         return None;
     }
     Some(settle.idle.saturating_sub(paused))
@@ -730,7 +755,7 @@ mod tests {
     }
 
     #[test]
-    fn a_family_under_the_byte_floor_or_not_leveled_or_not_compacting_is_never_settled() {
+    fn a_family_under_the_byte_floor_or_not_compacting_or_without_the_settle_is_never_settled() {
         // 200 MiB, all of it at level 0: under the 256 MiB floor.
         let small = [file(20, 20, 0, 200, "a", "z")];
         assert_eq!(settle_due_in(&small, 0, &leveled(4), 5 * SECOND), None);
@@ -743,8 +768,6 @@ mod tests {
             None,
             "automatic compaction off"
         );
-        let tiered = FamilyOptions::default().compaction(Compaction::SizeTiered);
-        assert_eq!(settle_due_in(&files, 0, &tiered, 5 * SECOND), None, "size-tiered");
         let never = leveled(4).settle_when_idle(None);
         assert_eq!(settle_due_in(&files, 0, &never, 5 * SECOND), None, "no settle");
         // A floor, an idle time and a share of the family's own.
@@ -763,6 +786,111 @@ mod tests {
             None,
             "100 MiB of 1300 is under 50%"
         );
+    }
+
+    fn tiered() -> FamilyOptions {
+        FamilyOptions::default().compaction(Compaction::SizeTiered)
+    }
+
+    /// A size-tiered family: one 1.2 GB run (two files), the oldest, and
+    /// newer runs of `newer` MiB each, newest first.
+    fn tiers(newer: &[u64]) -> Vec<FileShape<'static>> {
+        let mut files: Vec<FileShape<'static>> = newer
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| {
+                let id = 100 - i as u64;
+                file(id, id, 0, size, "a", "z")
+            })
+            .collect();
+        files.push(file(5, 4, 0, 600, "a", "m"));
+        files.push(file(6, 4, 0, 600, "n", "z"));
+        files
+    }
+
+    #[test]
+    fn a_size_tiered_family_with_enough_outside_its_largest_run_is_settled_once_its_writes_pause() {
+        let options = tiered();
+        // Three newer runs, 20 + 20 + 20 MiB beside 1200: 4.8% of 1260 MiB.
+        let files = tiers(&[20, 20, 20]);
+        assert_eq!(settle_due_in(&files, 0, &options, Duration::ZERO), Some(SECOND));
+        assert_eq!(
+            settle_due_in(&files, 0, &options, Duration::from_millis(300)),
+            Some(Duration::from_millis(700))
+        );
+        assert_eq!(settle_due_in(&files, 0, &options, SECOND), Some(Duration::ZERO));
+        // 37 MiB of 1237 is 2.99%; 38 of 1238 is 3.07%, in one run or in several.
+        assert_eq!(settle_due_in(&tiers(&[37]), 0, &options, 5 * SECOND), None);
+        assert_eq!(settle_due_in(&tiers(&[20, 17]), 0, &options, 5 * SECOND), None);
+        assert_eq!(settle_due_in(&tiers(&[38]), 0, &options, 5 * SECOND), Some(Duration::ZERO));
+        assert_eq!(
+            settle_due_in(&tiers(&[20, 18]), 0, &options, 5 * SECOND),
+            Some(Duration::ZERO)
+        );
+        // The memtables count as outside the run: a settle flushes them.
+        assert_eq!(
+            settle_due_in(&tiers(&[20]), 18 * MB, &options, 5 * SECOND),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(settle_due_in(&tiers(&[20]), 17 * MB, &options, 5 * SECOND), None);
+        // The byte floor counts table files only, as for a leveled family.
+        let small = [file(20, 20, 0, 100, "a", "z"), file(19, 19, 0, 100, "a", "z")];
+        assert_eq!(settle_due_in(&small, 100 * MB, &options, 5 * SECOND), None);
+        assert_eq!(
+            settle_due_in(&files, 0, &options.clone().compaction_trigger(0), 5 * SECOND),
+            None,
+            "automatic compaction off"
+        );
+        assert_eq!(
+            settle_due_in(&files, 0, &options.settle_when_idle(None), 5 * SECOND),
+            None,
+            "no settle"
+        );
+    }
+
+    #[test]
+    fn a_size_tiered_family_in_one_run_is_not_settled_again_and_the_run_that_stays_is_its_largest() {
+        let options = tiered();
+        // What a settle leaves: one run, whatever its files, and nothing in memory.
+        assert_eq!(settle_due_in(&tiers(&[]), 0, &options, 5 * SECOND), None);
+        // The same files at the last level of a leveled family are settled too.
+        let last_level: Vec<FileShape<'static>> = tiers(&[])
+            .into_iter()
+            .map(|f| FileShape { level: LAST_LEVEL, ..f })
+            .collect();
+        assert_eq!(settle_due_in(&last_level, 0, &leveled(4), 5 * SECOND), None);
+        // A leveled family's run outside its last level counts whole; a tiered
+        // family's whole tree is at level 0, and only its largest run stays.
+        let one_run_at_level_0 = tiers(&[]);
+        assert_eq!(
+            settle_due_in(&one_run_at_level_0, 0, &leveled(4), 5 * SECOND),
+            Some(Duration::ZERO)
+        );
+        // A newer tier that outgrew the oldest run: 1000 MiB newer, then the
+        // 1200 MiB oldest, then a 30 MiB run: 1030 of 2230 MiB outside the largest.
+        let grown = [
+            file(9, 9, 0, 30, "a", "z"),
+            file(8, 8, 0, 1000, "a", "z"),
+            file(5, 4, 0, 600, "a", "m"),
+            file(6, 4, 0, 600, "n", "z"),
+        ];
+        assert_eq!(settle_due_in(&grown, 0, &options, 5 * SECOND), Some(Duration::ZERO));
+        // A big newer run ahead of a small oldest one: only the small one
+        // (and the newest) lies outside it, 2.9% of 1236 MiB, not worth a rewrite.
+        let small_oldest = [
+            file(9, 9, 0, 16, "a", "z"),
+            file(8, 8, 0, 1200, "a", "z"),
+            file(5, 4, 0, 20, "a", "z"),
+        ];
+        assert_eq!(settle_due_in(&small_oldest, 0, &options, 5 * SECOND), None);
+        // A family altered from leveled keeps its levels: its runs are still runs.
+        let altered = [
+            file(9, 9, 0, 40, "a", "z"),
+            file(10, 3, 5, 60, "a", "z"),
+            file(5, 4, 6, 1200, "a", "z"),
+        ];
+        assert_eq!(settle_due_in(&altered, 0, &options, 5 * SECOND), Some(Duration::ZERO));
+        assert_eq!(settle_due_in(&altered[2..], 0, &options, 5 * SECOND), None);
     }
 
     #[test]

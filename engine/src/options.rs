@@ -209,18 +209,21 @@ impl Compaction {
     };
 }
 
-/// When a leveled family is *settled at rest*: once its writes have paused,
-/// the compacting thread flushes its memtable and merges every run into the
-/// last level (the major compaction of [`crate::Store::compact`]), as HBase
-/// runs its major compactions when a table is quiet.
+/// When a family is *settled at rest*: once its writes have paused, the
+/// compacting thread flushes its memtable and merges every run into one
+/// (the major compaction of [`crate::Store::compact`]): a leveled family's
+/// last level, or a size-tiered family's single run. HBase runs its major
+/// compactions when a table is quiet the same way.
 ///
 /// Leveled compaction alone leaves the levels above the last holding the
 /// newest versions of some keys, and the last level their older copies: at
 /// 10M random puts of db_bench's shape, 1.18 to 1.21 bytes on disk per user
-/// byte where the last level alone is 1.06. Merged into it, those copies go.
-/// The price is one rewrite of the whole family per settle (at that size,
-/// 0.8 to 1.1 GB written in 2 to 3 s on an idle machine), so a settle
-/// waits for three things:
+/// byte where the last level alone is 1.06. Size-tiered compaction leaves
+/// more: each tier keeps its own copy of a cell overwritten since, until
+/// the tiers meet (1.45 to 2.07 at the same size). Merged into one run,
+/// those copies go. The price is one rewrite of the whole family per settle
+/// (at that size, 0.8 to 1.1 GB written in 2 to 3 s on an idle machine), so
+/// a settle waits for three things:
 ///
 /// * the family's writes have paused for `idle` (reads, and writes to
 ///   other families, do not count), so a family is not rewritten under its
@@ -228,14 +231,16 @@ impl Compaction {
 /// * its table files hold at least `min_bytes`: a small family costs little
 ///   space whatever its shape, and tests, lessons and small stores never see
 ///   a settle;
-/// * the levels above the last and its memtables hold at least
-///   `min_above_percent` of its bytes: a family that was settled and has not
-///   been written since has nothing above its last level, and is not
+/// * what lies outside the run a settle would leave (a leveled family's
+///   levels 0 to 5, a size-tiered family's runs but its largest) and its
+///   memtables hold at least `min_above_percent` of its bytes: a family that
+///   was settled and has not been written since is one run, and is not
 ///   rewritten again, and one written a little since is rewritten only once
 ///   that is worth a whole rewrite.
 ///
-/// Only leveled families with automatic compaction on (`compaction_trigger`
-/// above 0) are settled; a size-tiered family ignores this option.
+/// Only families with automatic compaction on (`compaction_trigger` above
+/// 0) are settled. See `compaction::settle_due_in` for why a tiered
+/// family's largest run, not its oldest, is the one that counts as settled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settle {
     /// How long the family's writes must have paused (default 1 s). The
@@ -247,15 +252,18 @@ pub struct Settle {
     pub idle: Duration,
     /// The family's table bytes must reach this (default 256 MiB, RocksDB's
     /// `max_bytes_for_level_base`: below it a leveled family has no level
-    /// between level 0 and its last).
+    /// between level 0 and its last; the same floor holds for a size-tiered
+    /// one, four 64 MiB flushes).
     pub min_bytes: u64,
-    /// The bytes above the last level (levels 0 to 5, and the memtables'
-    /// entries at the bytes per entry of the family's tables) must reach
-    /// this percentage of the family's bytes (default 3,
-    /// from 1 to 100). Each such byte shadows at most one older copy in the
-    /// last level, so 3% bounds what a settle could still win at about 0.03
-    /// of the user's bytes, and a family written a little at a time is
-    /// rewritten at most once per 3% of new bytes.
+    /// The bytes outside the run a settle leaves must reach this percentage
+    /// of the family's bytes (default 3, from 1 to 100): for a leveled
+    /// family its levels 0 to 5, for a size-tiered one every run but the
+    /// largest, and for both the memtables' entries at the bytes per entry
+    /// of the family's tables. Each such byte shadows at most one older
+    /// copy in that run, so 3% bounds what a settle could still win at
+    /// about 0.03 of the user's bytes, and a family written a little at a
+    /// time is rewritten at most once per 3% of new bytes. (The name says
+    /// "above" the last level, a leveled tree's picture.)
     pub min_above_percent: u32,
 }
 
@@ -316,9 +324,10 @@ pub struct FamilyOptions {
     /// in the store's block cache ([`StoreOptions::block_cache_bytes`]).
     pub compression: Compression,
 
-    /// When a leveled family is merged into its last level once its writes
-    /// pause (default on, [`Settle::default`]: after 1 s, from 256 MiB, when
-    /// 3% of its bytes sit above the last level; `None`: never). See [`Settle`].
+    /// When the family is merged into one run once its writes pause (its
+    /// last level if leveled; default on, [`Settle::default`]: after 1 s,
+    /// from 256 MiB, when 3% of its bytes sit outside the run it would
+    /// leave; `None`: never). See [`Settle`].
     pub settle_when_idle: Option<Settle>,
 }
 

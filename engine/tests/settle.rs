@@ -1,15 +1,16 @@
-//! The settle at rest (`FamilyOptions::settle_when_idle`): a leveled family
-//! whose writes pause is merged whole into its last level by the compacting
-//! thread, never while its writes go on, and not again until it has been
-//! written to; `wait_for_background_work` waits for it; reads see the same
-//! cells before and after. A floor of 64 KiB (the default is 256 MiB) lets
-//! a small family qualify.
+//! The settle at rest (`FamilyOptions::settle_when_idle`): a family whose
+//! writes pause is merged whole by the compacting thread, a leveled one into
+//! its last level and a size-tiered one into a single run, never while its
+//! writes go on, and not again until it has been written to;
+//! `wait_for_background_work` waits for it; reads see the same cells before
+//! and after. A floor of 64 KiB (the default is 256 MiB) lets a small family
+//! qualify.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cellar_engine::{FamilyOptions, RowRange, Settle, Store, StoreOptions, TableInfo};
+use cellar_engine::{Compaction, FamilyOptions, RowRange, Settle, Store, StoreOptions, TableInfo};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -36,6 +37,12 @@ fn family() -> FamilyOptions {
             min_bytes: 64 << 10,
             min_above_percent: 1,
         }))
+}
+
+/// The same family, size-tiered: flushes of 500 entries, merged four at a
+/// time into runs of similar size.
+fn tiered_family() -> FamilyOptions {
+    family().compaction(Compaction::SizeTiered)
 }
 
 fn open(dir: &Path, options: FamilyOptions) -> Result<Store, cellar_engine::Error> {
@@ -126,6 +133,29 @@ fn levels(tables: &[TableInfo]) -> Vec<u32> {
 fn above_the_last_level(store: &Store) -> Result<bool, Box<dyn std::error::Error>> {
     let memtable = store.stats()?.family("f").map_or(0, |f| f.memtable_entries);
     Ok(memtable > 0 || store.tables().iter().any(|t| t.level < LAST_LEVEL))
+}
+
+/// The runs of the family's table files, in the order the tables list them
+/// (newest first).
+fn runs(tables: &[TableInfo]) -> Vec<u64> {
+    let mut runs: Vec<u64> = tables.iter().map(|t| t.run).collect();
+    runs.dedup();
+    runs
+}
+
+/// Something lies outside the family's oldest run: another run, or the memtable.
+fn more_than_one_run(store: &Store) -> Result<bool, Box<dyn std::error::Error>> {
+    let memtable = store.stats()?.family("f").map_or(0, |f| f.memtable_entries);
+    Ok(memtable > 0 || runs(&store.tables()).len() > 1)
+}
+
+/// The log segments in `dir`, by size.
+fn log_sizes(dir: &Path) -> Result<Vec<u64>, Box<dyn std::error::Error>> {
+    Ok(std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .map(|e| e.metadata().map_or(u64::MAX, |m| m.len()))
+        .collect())
 }
 
 /// Writes `n` cells, ending with 250 in the memtable (it flushes every 500),
@@ -277,6 +307,128 @@ fn a_family_under_the_floor_or_without_the_settle_is_left_as_leveled_compaction_
         store.wait_for_background_work()?;
         assert_eq!(settles(&store)?, 0);
         assert!(above_the_last_level(&store)?);
+        check(&store, &model)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_size_tiered_family_is_settled_into_one_run_once_its_writes_pause_and_not_before() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(dir.path(), tiered_family())?;
+    let (mut writer, mut model) = (Writer::new(5), Model::new());
+    write_some(&store, &mut writer, &mut model, 10_250)?;
+
+    // Writes go on for four idle times: the family qualifies all along (the
+    // memtable alone is more than 1% of it), and is never settled.
+    let start = Instant::now();
+    while start.elapsed() < 4 * IDLE {
+        for _ in 0..20 {
+            writer.write(&store, &mut model)?;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    while writer.written % 500 != 250 {
+        writer.write(&store, &mut model)?;
+    }
+    assert_eq!(settles(&store)?, 0, "settled while writes went on");
+    let before = store.tables();
+    assert!(runs(&before).len() > 1, "{:?}", runs(&before));
+    assert!(before.iter().all(|t| t.level == 0), "{:?}", levels(&before));
+    check(&store, &model)?;
+
+    // The writes stop; nobody asks: the compacting thread merges every run into one.
+    let stopped = Instant::now();
+    while settles(&store)? == 0 {
+        assert!(stopped.elapsed() < PATIENCE, "no settle after the writes stopped");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        stopped.elapsed() >= IDLE,
+        "settled {:?} after the last write",
+        stopped.elapsed()
+    );
+    store.wait_for_background_work()?;
+    assert_eq!(settles(&store)?, 1);
+    let tables = store.tables();
+    assert_eq!(runs(&tables).len(), 1, "{:?}", runs(&tables));
+    assert!(tables.iter().all(|t| t.level == 0), "{:?}", levels(&tables));
+    assert!(!more_than_one_run(&store)?);
+    check(&store, &model)?;
+    Ok(())
+}
+
+#[test]
+fn wait_for_background_work_returns_after_a_size_tiered_settle_and_a_second_wait_settles_nothing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(dir.path(), tiered_family())?;
+    let (mut writer, mut model) = (Writer::new(6), Model::new());
+    write_some(&store, &mut writer, &mut model, 12_250)?;
+    assert!(more_than_one_run(&store)?);
+    check(&store, &model)?;
+
+    let last_write = Instant::now();
+    store.wait_for_background_work()?;
+    assert!(
+        last_write.elapsed() >= IDLE,
+        "returned after {:?}",
+        last_write.elapsed()
+    );
+    let stats = store.stats()?;
+    let f = stats.family("f").ok_or("no family f")?;
+    assert_eq!(f.settles, 1);
+    assert!(f.settle_bytes_written > 0 && f.settle_bytes_written <= f.compaction_bytes_written);
+    // One run, the memtable flushed, and the log it held gone.
+    let settled = store.tables();
+    assert_eq!(runs(&settled).len(), 1, "{:?}", runs(&settled));
+    assert_eq!(f.runs, 1);
+    assert_eq!(f.memtable_entries, 0);
+    assert_eq!(log_sizes(dir.path())?, [0], "the log segments left");
+    // The settle dropped every deletion and superseded version: one entry per live cell.
+    assert_eq!(f.stored_entries, f.live_entries);
+    assert_eq!(f.live_entries, model.values().filter(|v| v.is_some()).count() as u64);
+    check(&store, &model)?;
+
+    // Settled, and not written since: a second wait finds nothing to do.
+    let compactions = f.compactions;
+    let again = Instant::now();
+    store.wait_for_background_work()?;
+    assert!(again.elapsed() < IDLE, "waited {:?}", again.elapsed());
+    let stats = store.stats()?;
+    let f = stats.family("f").ok_or("no family f")?;
+    assert_eq!((f.settles, f.compactions), (1, compactions));
+    assert_eq!(store.tables(), settled);
+
+    // One write is less than 1% of the family: not worth a rewrite.
+    writer.write(&store, &mut model)?;
+    store.wait_for_background_work()?;
+    assert_eq!(settles(&store)?, 1);
+    check(&store, &model)?;
+    // 250 more are: settled again once the writes pause, into one run again.
+    for _ in 0..250 {
+        writer.write(&store, &mut model)?;
+    }
+    store.wait_for_background_work()?;
+    assert_eq!(settles(&store)?, 2);
+    assert_eq!(runs(&store.tables()).len(), 1);
+    check(&store, &model)?;
+    Ok(())
+}
+
+#[test]
+fn a_size_tiered_family_under_the_floor_or_without_the_settle_keeps_its_runs() -> TestResult {
+    for options in [
+        tiered_family().settle_when_idle(Some(Settle::default())),
+        tiered_family().settle_when_idle(None),
+    ] {
+        let dir = tempfile::tempdir()?;
+        let store = open(dir.path(), options)?;
+        let (mut writer, mut model) = (Writer::new(7), Model::new());
+        write_some(&store, &mut writer, &mut model, 10_250)?;
+        std::thread::sleep(2 * IDLE);
+        store.wait_for_background_work()?;
+        assert_eq!(settles(&store)?, 0);
+        assert!(more_than_one_run(&store)?);
         check(&store, &model)?;
     }
     Ok(())

@@ -470,8 +470,8 @@ impl Store {
     /// Major compaction of a family: flushes its memtable, then merges all its
     /// files into one run split at the target file size (at the last level,
     /// for a leveled family), dropping shadowed and surplus versions, expired
-    /// cells and every tombstone. A leveled family gets one by itself once
-    /// its writes pause ([`crate::Settle`]).
+    /// cells and every tombstone. A family of either strategy gets one by
+    /// itself once its writes pause ([`crate::Settle`]).
     pub fn compact(&self, family: &str) -> Result<CompactionReport> {
         let id = self.inner.family_id(family)?;
         self.inner.flush_and_wait(&[id])?;

@@ -1,18 +1,28 @@
-//! The settle at rest: a leveled family whose writes have paused is merged
-//! whole into its last level (HBase's major compaction of a quiet table).
+//! The settle at rest: a family whose writes have paused is merged whole
+//! into one run (HBase's major compaction of a quiet table): a leveled
+//! family into its last level, a size-tiered family into a single run.
 //!
-//! Leveled compaction keeps the levels above the last small, but not empty:
-//! level 0 holds the last few flushes and the base level up to a tenth of
-//! the last, all of it newer versions of keys whose older copies wait in the
-//! last level. While writes go on that is the price of cheap merges; once
-//! they stop, nothing will ever merge those copies away. So when the
-//! compacting thread has nothing else to do, it looks at each family
-//! ([`compaction::settle_due_in`], a pure decision: leveled, big enough,
-//! enough above the last level) and, if one qualifies, sleeps until its
-//! writes will have paused for the family's idle time, then looks again.
-//! A family with no write since is settled: its memtable is flushed, then
-//! every run is merged into the last level (`Inner::compact_major`, the work
-//! of [`Store::compact`]).
+//! Neither strategy leaves a quiet family in one run. Leveled compaction
+//! keeps the levels above the last small, but not empty: level 0 holds the
+//! last few flushes and the base level up to a tenth of the last, all of it
+//! newer versions of keys whose older copies wait in the last level.
+//! Size-tiered compaction keeps several runs side by side, and a cell
+//! overwritten since the largest run was written has a copy in it and one
+//! in each newer run that holds it, until the tiers meet (which at 10M
+//! keys may be never: the overwrite ends with 35 files in a dozen runs).
+//! While writes go on that is the price of cheap merges; once they stop,
+//! nothing will ever merge those copies away. So when the compacting
+//! thread has nothing else to do, it looks at each family
+//! ([`compaction::settle_due_in`], a pure decision: big enough, and enough
+//! of it outside the run a settle would leave, which is the last level of
+//! a leveled family and the largest run of a size-tiered one) and, if one
+//! qualifies, sleeps until its writes will have paused for the family's
+//! idle time, then looks again. A family with no write since is settled:
+//! its memtable is flushed, then every run is merged into one
+//! (`Inner::compact_major`, the work of [`Store::compact`]: at the last
+//! level, or for a size-tiered family at level 0, where its runs live). The
+//! result is one run, so the same decision finds nothing outside it, and
+//! the family is not settled again until new writes reach 3% of it.
 //!
 //! Why flush first: the memtable holds the newest writes, each a newer copy
 //! of some key in the last level, and the log segment behind it stays on
