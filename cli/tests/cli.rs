@@ -888,15 +888,15 @@ fn create_with_options_and_families_lists_them() -> Result {
     ok(dir, &events)?;
     assert_eq!(
         ok(dir, &["families"])?,
-        "family  max versions  ttl  bloom bits  block size  tail copies  compression  compaction\n\
-         plain              1  -            10        4096  off          none         leveled, 4 runs\n\
-         events             3  7d            0        8192  on           zstd:5       leveled, off\n\
+        "family  max versions  ttl  bloom bits  block size  tail copies  compression  compaction       settle at rest\n\
+         plain              1  -            10        4096  off          none         leveled, 4 runs  1s idle, 256 MiB, 3%\n\
+         events             3  7d            0        8192  on           zstd:5       leveled, off     1s idle, 256 MiB, 3%\n\
          2 families\n"
     );
     ok(dir, &["create", "--family", "sorted", "--compaction", "tiered"])?;
     assert!(
         ok(dir, &["families"])?
-            .contains("sorted             1  -            10        4096  off          none         tiered, 4 runs\n"),
+            .contains("sorted             1  -            10        4096  off          none         tiered, 4 runs   1s idle, 256 MiB, 3%\n"),
         "a size-tiered family says so"
     );
     let json: Value = serde_json::from_str(&ok(dir, &["families", "--json"])?)?;
@@ -905,6 +905,11 @@ fn create_with_options_and_families_lists_them() -> Result {
     assert_eq!(
         (json[0]["compaction"].as_str(), json[2]["compaction"].as_str()),
         (Some("leveled"), Some("tiered"))
+    );
+    assert_eq!(
+        json[2]["settle_when_idle"],
+        serde_json::json!({"idle_ms": 1000, "min_bytes": 268_435_456u64, "min_above_percent": 3}),
+        "the settle at rest, on by default for either strategy"
     );
     // A codec this build does not have is a usage error, as clap reports them.
     let output = cellar(dir)
@@ -1184,7 +1189,7 @@ fn dump_manifest_shows_each_edit_group_and_the_state_they_build() -> Result {
     assert!(
         out.contains(
             "  add family 1 \"books\": max versions 1, ttl -, bloom bits 10, block size 4096, tail copies off, \
-             compaction leveled, 4 runs\n"
+             compaction leveled, 4 runs, settle 1s idle, 256 MiB, 3%\n"
         ),
         "{out}"
     );
@@ -1270,7 +1275,8 @@ fn alter_changes_options_and_reads_see_them_at_once() -> Result {
     assert!(ok(dir, &["get", "books", "b1", "title", "--versions", "2"])?.ends_with("1 cell(s)\n"));
     assert_eq!(
         ok(dir, &["alter", "books", "--max-versions", "2", "--bloom-bits", "12"])?,
-        "books: max versions 2, ttl -, bloom bits 12, block size 4096, tail copies off, compaction leveled, 4 runs\n"
+        "books: max versions 2, ttl -, bloom bits 12, block size 4096, tail copies off, compaction leveled, 4 runs, \
+         settle 1s idle, 256 MiB, 3%\n"
     );
     // The older version was never compacted away: with 2 kept, it shows.
     assert!(ok(dir, &["get", "books", "b1", "title", "--versions", "2"])?.ends_with("2 cell(s)\n"));

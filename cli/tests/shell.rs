@@ -65,9 +65,9 @@ fn create_in_the_shell_takes_a_family_and_its_options() -> Result {
         stdout,
         format!(
             "store {} has families: books, loans\n\
-             family  max versions  ttl  bloom bits  block size  tail copies  compression  compaction\n\
-             books              1    -          10        4096  off          none         leveled, 4 runs\n\
-             loans              3    -          12        4096  off          none         leveled, 4 runs\n\
+             family  max versions  ttl  bloom bits  block size  tail copies  compression  compaction       settle at rest\n\
+             books              1    -          10        4096  off          none         leveled, 4 runs  1s idle, 256 MiB, 3%\n\
+             loans              3    -          12        4096  off          none         leveled, 4 runs  1s idle, 256 MiB, 3%\n\
              2 families\n",
             tmp.path().display()
         )

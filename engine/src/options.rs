@@ -220,10 +220,12 @@ impl Compaction {
 /// 10M random puts of db_bench's shape, 1.18 to 1.21 bytes on disk per user
 /// byte where the last level alone is 1.06. Size-tiered compaction leaves
 /// more: each tier keeps its own copy of a cell overwritten since, until
-/// the tiers meet (1.45 to 2.07 at the same size). Merged into one run,
-/// those copies go. The price is one rewrite of the whole family per settle
-/// (at that size, 0.8 to 1.1 GB written in 2 to 3 s on an idle machine), so
-/// a settle waits for three things:
+/// the tiers meet (1.48 to 2.07 at the same size). Merged into one run,
+/// those copies go, to 1.06 under either strategy. The price is one
+/// rewrite of the whole family per settle (at that size, 0.8 to 1.1 GB
+/// written in 2 to 3 s on an idle machine; for a size-tiered family, chosen
+/// for its cheap writes, that took its write amplification from 3.6 and
+/// 3.9 to 4.3 and 4.4), so a settle waits for three things:
 ///
 /// * the family's writes have paused for `idle` (reads, and writes to
 ///   other families, do not count), so a family is not rewritten under its

@@ -8,8 +8,9 @@
 //! newer versions of keys whose older copies wait in the last level.
 //! Size-tiered compaction keeps several runs side by side, and a cell
 //! overwritten since the largest run was written has a copy in it and one
-//! in each newer run that holds it, until the tiers meet (which at 10M
-//! keys may be never: the overwrite ends with 35 files in a dozen runs).
+//! in each newer run that holds it, until the tiers meet (at 10M keys of
+//! db_bench's shape, a fill and an overwrite leave 20 and 35 files, 0.37
+//! and 0.90 superseded copies per key, 1.48 and 2.07 times the user's bytes).
 //! While writes go on that is the price of cheap merges; once they stop,
 //! nothing will ever merge those copies away. So when the compacting
 //! thread has nothing else to do, it looks at each family
@@ -22,10 +23,11 @@
 //! (`Inner::compact_major`, the work of [`Store::compact`]: at the last
 //! level, or for a size-tiered family at level 0, where its runs live). The
 //! result is one run, so the same decision finds nothing outside it, and
-//! the family is not settled again until new writes reach 3% of it.
+//! the family is not settled again until new writes reach its percentage
+//! (3% by default) of it.
 //!
 //! Why flush first: the memtable holds the newest writes, each a newer copy
-//! of some key in the last level, and the log segment behind it stays on
+//! of some key in the tables or a key they lack, and the log segment behind it stays on
 //! disk as long as the memtable holds its writes (at 10M keys of db_bench's
 //! shape, 0.011 to 0.017 of the user's bytes, up to 0.046 with a full
 //! memtable). Flushed, it joins the merge, and its segment is deleted once
