@@ -712,3 +712,78 @@ fn a_close_during_a_settle_cuts_it_short_and_loses_nothing() -> TestResult {
     }
     Ok(())
 }
+
+/// A size-tiered family settles into one run at level 0, where its flushes
+/// land too, and level 0's runs are read in the order of their newest
+/// entries. Writes flushed while the settle merges are not among its inputs:
+/// their run must stay ahead of the settled one (whose sequence numbers the
+/// bottommost merge wrote as 0), in the version the settle installs and in
+/// the one a reopen builds from the manifest, so their overwrites and
+/// deletions hide the older cells the settled run holds.
+#[test]
+fn writes_flushed_during_a_size_tiered_settle_stay_newer_than_the_settled_run() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let family = FamilyOptions::default()
+        .compaction(crate::options::Compaction::SizeTiered)
+        .memtable_max_entries(5000)
+        .settle_when_idle(Some(crate::options::Settle {
+            idle: Duration::from_millis(200),
+            min_bytes: 1,
+            min_above_percent: 1,
+        }));
+    let open = |family: FamilyOptions| Store::open(dir.path(), StoreOptions::default().family_with("a", family));
+    let store = open(family.clone())?;
+    for i in 0..30_000 {
+        store.put("a", format!("row{i:05}"), "c", "old")?;
+    }
+    // Once the settle has flushed and is about to merge, its merge waits for
+    // the late writes (minor compactions before it merge freely).
+    let (merging, merging_rx) = signal();
+    let (release, release_rx) = signal();
+    let inner = Arc::downgrade(&store.inner);
+    store.inner.hooks.set("settle::flushed", move || {
+        let Some(inner) = inner.upgrade() else { return };
+        let (merging, release_rx) = (merging.clone(), release_rx.clone());
+        inner.hooks.set("compaction::merging", move || {
+            let _ = merging.send(());
+            wait(&release_rx, "the late writes");
+        });
+    });
+    wait(&merging_rx, "the settle's merge");
+    // Under 1% of the family: not worth a second settle.
+    for i in 0..50 {
+        store.put("a", format!("row{i:05}"), "c", "new")?;
+        store.delete("a", format!("row{:05}", 50 + i), "c")?;
+    }
+    store.flush()?;
+    store.inner.hooks.set("compaction::merging", || {});
+    let _ = release.send(());
+    store.wait_for_background_work()?;
+    assert_eq!(store.stats()?.family("a").map(|f| (f.settles, f.runs)), Some((1, 2)));
+    let expect = |store: &Store, when: &str| -> TestResult {
+        let tables = store.tables();
+        assert_eq!(
+            tables.first().map(|t| t.entries),
+            Some(100),
+            "{when}: the late run first"
+        );
+        for i in (0..30_000).step_by(7).chain(0..120) {
+            let expected = match i {
+                0..50 => Some(&b"new"[..]),
+                50..100 => None,
+                _ => Some(&b"old"[..]),
+            };
+            assert_eq!(
+                value(store, &format!("row{i:05}"))?.as_deref(),
+                expected,
+                "{when}: row {i}"
+            );
+        }
+        Ok(())
+    };
+    expect(&store, "settled")?;
+    drop(store);
+    let store = open(family.settle_when_idle(None))?;
+    expect(&store, "reopened")?;
+    Ok(())
+}
