@@ -5,6 +5,10 @@
 //! At 10M keys the compaction strategy shows: a size-tiered tree (cellar)
 //! writes less but keeps more sorted runs, so a seek merges more cursors; a
 //! leveled tree (fjall, RocksDB) rewrites more but keeps one run per level.
+//! Once a phase's writes pause, cellar's settle at rest
+//! (`cellar_engine::Settle`) merges either of its trees into one run, so the
+//! settled figures of `cellar` and `cellar-leveled` show that run, not the
+//! strategy's shape under writes.
 //! This run does `fillrandom`, `overwrite`, `readrandom` and `seekrandom` on
 //! one store, with **no manual compaction**, and after each phase records:
 //!
