@@ -332,8 +332,10 @@ fn a_size_tiered_family_is_settled_into_one_run_once_its_writes_pause_and_not_be
         writer.write(&store, &mut model)?;
     }
     assert_eq!(settles(&store)?, 0, "settled while writes went on");
+    // 250 entries in the memtable, whatever the minor compactions made of
+    // the runs (all of them merged into one, at times).
+    assert!(more_than_one_run(&store)?);
     let before = store.tables();
-    assert!(runs(&before).len() > 1, "{:?}", runs(&before));
     assert!(before.iter().all(|t| t.level == 0), "{:?}", levels(&before));
     check(&store, &model)?;
 
