@@ -56,7 +56,18 @@ pub struct CreateArgs {
     /// rewrites) [default: leveled].
     #[arg(long, value_name = "leveled|tiered", value_parser = compaction_arg)]
     pub compaction: Option<Compaction>,
+    /// Merge the family into one run once its writes pause (HBase's major
+    /// compaction of a quiet table): `off`, `on`, or IDLE[,FLOOR[,PERCENT%]],
+    /// e.g. 5s,64MiB,5%: after IDLE without a write, when its tables hold
+    /// FLOOR or more and PERCENT of it lies outside the run a settle leaves
+    /// [default: 1s,256MiB,3%].
+    #[arg(long, value_name = "WHEN", value_parser = settle_arg)]
+    pub settle: Option<SettleArg>,
 }
+
+/// What `--settle` says: off, or the settle to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SettleArg(pub Option<Settle>);
 
 impl CreateArgs {
     /// Whether any option was given.
@@ -69,6 +80,7 @@ impl CreateArgs {
             || self.compression.is_some()
             || self.compaction_trigger.is_some()
             || self.compaction.is_some()
+            || self.settle.is_some()
     }
 
     /// `base` with the options given here.
@@ -97,6 +109,9 @@ impl CreateArgs {
         if let Some(compaction) = self.compaction {
             base.compaction = compaction;
         }
+        if let Some(SettleArg(settle)) = self.settle {
+            base.settle_when_idle = settle;
+        }
         base
     }
 }
@@ -113,6 +128,50 @@ fn compaction_arg(text: &str) -> Result<Compaction, String> {
         "leveled" => Ok(Compaction::LEVELED),
         _ => Err(format!("{text:?} is not tiered or leveled")),
     }
+}
+
+/// Reads `--settle`: `off`, `on` (the defaults), or an idle time with an
+/// optional byte floor and percentage, each left at its default when not
+/// given (`5s`, `5s,64MiB`, `5s,64MiB,5%`). Out-of-range values are
+/// refused when the options are checked, as the library refuses them.
+fn settle_arg(text: &str) -> Result<SettleArg, String> {
+    let bad = || format!("{text:?} is not off, on, or IDLE[,FLOOR[,PERCENT%]] as in 5s,64MiB,5%");
+    match text {
+        "off" => return Ok(SettleArg(None)),
+        "on" => return Ok(SettleArg(Some(Settle::default()))),
+        _ => {}
+    }
+    let mut settle = Settle::default();
+    let mut parts = text.split(',');
+    let idle = parts.next().ok_or_else(bad)?;
+    settle.idle = clock::parse_duration(idle).map_err(|e| e.to_string())?;
+    if let Some(floor) = parts.next() {
+        settle.min_bytes = bytes_arg(floor.trim()).ok_or_else(bad)?;
+    }
+    if let Some(percent) = parts.next() {
+        let digits = percent.trim().strip_suffix('%').unwrap_or(percent.trim());
+        settle.min_above_percent = digits.parse().map_err(|_| bad())?;
+    }
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    Ok(SettleArg(Some(settle)))
+}
+
+/// A byte count as `bytes_text` prints it, spaces optional: `1000`,
+/// `64KiB`, `256 MiB`, `2GiB`.
+fn bytes_arg(text: &str) -> Option<u64> {
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits.parse().ok()?;
+    let size: u64 = match unit.trim() {
+        "" | "bytes" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(size)
 }
 
 /// `alter FAMILY [options]`: the options given change, the others stay.
@@ -394,5 +453,36 @@ mod tests {
         assert_eq!(bytes_text(1000), "1000 bytes");
         assert_eq!(bytes_text(3 << 30), "3 GiB");
         assert_eq!(bytes_text(0), "0 bytes");
+    }
+
+    #[test]
+    fn settle_reads_off_on_and_an_idle_time_with_an_optional_floor_and_percentage() {
+        assert_eq!(settle_arg("off"), Ok(SettleArg(None)));
+        assert_eq!(settle_arg("on"), Ok(SettleArg(Some(Settle::default()))));
+        let idle = |ms| Duration::from_millis(ms);
+        let own = |ms, min_bytes, min_above_percent| {
+            Ok(SettleArg(Some(Settle {
+                idle: idle(ms),
+                min_bytes,
+                min_above_percent,
+            })))
+        };
+        assert_eq!(settle_arg("5s"), own(5000, 256 << 20, 3));
+        assert_eq!(settle_arg("5s,64MiB"), own(5000, 64 << 20, 3));
+        assert_eq!(settle_arg("500ms,64MiB,5%"), own(500, 64 << 20, 5));
+        assert_eq!(settle_arg("2m, 1 GiB, 10"), own(120_000, 1 << 30, 10));
+        // What `families` prints reads back, spaces and all.
+        assert_eq!(settle_arg("1s,1000 bytes,1%"), own(1000, 1000, 1));
+        for bad in [
+            "",
+            "fast",
+            "5",
+            "5s,64MB",
+            "5s,64MiB,five",
+            "5s,1,2,3",
+            "5s,99999999999999GiB",
+        ] {
+            assert!(settle_arg(bad).is_err(), "{bad:?} read as a settle");
+        }
     }
 }

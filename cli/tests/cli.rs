@@ -1280,6 +1280,17 @@ fn alter_changes_options_and_reads_see_them_at_once() -> Result {
     );
     // The older version was never compacted away: with 2 kept, it shows.
     assert!(ok(dir, &["get", "books", "b1", "title", "--versions", "2"])?.ends_with("2 cell(s)\n"));
+    // The settle at rest: its own idle time, floor and percentage, then off;
+    // the manifest keeps what was set.
+    assert!(ok(dir, &["alter", "books", "--settle", "5s,64MiB,5%"])?.ends_with("settle 5s idle, 64 MiB, 5%\n"));
+    assert!(ok(dir, &["families"])?.contains("5s idle, 64 MiB, 5%"));
+    assert!(ok(dir, &["alter", "books", "--settle", "off"])?.ends_with("settle off\n"));
+    let json: Value = serde_json::from_str(&ok(dir, &["families", "--json"])?)?;
+    assert!(json[0]["settle_when_idle"].is_null(), "{json}");
+    let refused = cellar(dir)
+        .args(["alter", "books", "--settle", "5s,64MiB,0%"])
+        .output()?;
+    assert!(!refused.status.success(), "a settle at 0% is refused");
     // In a shell, on the open store.
     let (code, out, _) = common::shell(
         dir,
@@ -1365,6 +1376,15 @@ fn create_help_states_the_defaults_a_new_family_gets() -> Result {
             "`cellar help create`: the default of {option}"
         );
     }
+    // The settle's default, written IDLE,FLOOR,PERCENT% as `--settle` takes it.
+    let settle = &plain["settle_when_idle"];
+    let (idle_ms, floor, percent) = (
+        settle["idle_ms"].as_u64(),
+        settle["min_bytes"].as_u64(),
+        settle["min_above_percent"].as_u64(),
+    );
+    assert_eq!((idle_ms, floor, percent), (Some(1000), Some(256 << 20), Some(3)));
+    assert!(help.contains("[default: 1s,256MiB,3%]"), "{help}");
     Ok(())
 }
 
