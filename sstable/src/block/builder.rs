@@ -19,6 +19,10 @@ pub struct BlockBuilder {
     restart_interval: usize,
     trailer_words: usize,
     entries: usize,
+    /// Entries to add before the next restart point (0: the next is one).
+    /// Counted down rather than `entries % restart_interval`: a division per
+    /// entry of every flush and compaction.
+    to_restart: usize,
     last_key: Vec<u8>,
     /// The trailer of the block's first key: what restart points XOR against.
     first_trailer: Vec<u8>,
@@ -51,6 +55,7 @@ impl BlockBuilder {
             restart_interval: restart_interval.max(1),
             trailer_words: encoding.trailer_words.min(MAX_TRAILER_WORDS),
             entries: 0,
+            to_restart: 0,
             last_key: Vec::new(),
             first_trailer: Vec::new(),
             recent: encoding.tail_copies.then(RecentBodies::default),
@@ -64,7 +69,11 @@ impl BlockBuilder {
         let trailer_len = self.trailer_words * WORD_LEN;
         debug_assert!(key.len() >= trailer_len, "key shorter than its trailer");
         let (body, trailer) = key.split_at(key.len().saturating_sub(trailer_len));
-        let restart = self.entries.is_multiple_of(self.restart_interval);
+        let restart = self.to_restart == 0;
+        self.to_restart = match restart {
+            true => self.restart_interval - 1,
+            false => self.to_restart - 1,
+        };
         let shared = if restart {
             let offset = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
             debug_assert!(offset != u32::MAX, "block grew past 4 GiB");
@@ -156,6 +165,7 @@ impl BlockBuilder {
         block.extend_from_slice(&count.to_le_bytes());
         self.restarts.clear();
         self.entries = 0;
+        self.to_restart = 0;
         self.last_key.clear();
         block
     }
