@@ -118,16 +118,20 @@ impl<'a> TableOutput<'a> {
         }
     }
 
-    /// Adds one entry; keys must come in increasing order.
-    pub fn add(&mut self, entry_key: &[u8], value: &[u8]) -> Result<()> {
-        let Some((ts, seq, kind)) = key::suffix(entry_key) else {
-            return Err(Error::corruption(
-                self.dir,
-                0,
-                "an entry to write has no valid key suffix",
-            ));
-        };
-        let row = key::row_part(entry_key).unwrap_or(entry_key);
+    /// Adds one entry; keys must come in increasing order. The caller has
+    /// taken the key apart already (a flush or a compaction, whose drop rule
+    /// decodes every key): `row` is its encoded row prefix
+    /// (`key::row_part`, the filter key) and `(ts, seq, kind)` its suffix,
+    /// both the key's own.
+    pub fn add(
+        &mut self,
+        entry_key: &[u8],
+        value: &[u8],
+        row: &[u8],
+        (ts, seq, kind): (u64, u64, key::Kind),
+    ) -> Result<()> {
+        debug_assert_eq!(key::suffix(entry_key), Some((ts, seq, kind)), "a suffix not the key's own");
+        debug_assert_eq!(key::row_part(entry_key), Some(row), "a row not the key's own");
         if self.full {
             // Full at the last entry: cut here unless this entry continues its row.
             let same_row = self

@@ -162,6 +162,28 @@ impl Visibility {
     #[inline]
     fn judge_key(&mut self, entry_key: &[u8], may_start_row: bool) -> Option<Option<Verdict>> {
         let (ts, seq, kind) = key::suffix(entry_key)?;
+        self.judge_suffixed(entry_key, (ts, seq, kind), may_start_row)
+    }
+
+    /// [`Visibility::judge`], which also hands back the timestamp, sequence
+    /// number and kind it decoded from the key's suffix: a flush or a
+    /// compaction writes them into the output's metadata, and decodes each
+    /// key once.
+    #[inline]
+    pub fn judge_decoded(&mut self, entry_key: &[u8]) -> Option<(Verdict, (u64, u64, Kind))> {
+        let suffix = key::suffix(entry_key)?;
+        let verdict = self.judge_suffixed(entry_key, suffix, true).flatten()?;
+        Some((verdict, suffix))
+    }
+
+    /// [`Visibility::judge_key`] once the suffix is decoded.
+    #[inline]
+    fn judge_suffixed(
+        &mut self,
+        entry_key: &[u8],
+        (ts, seq, kind): (u64, u64, Kind),
+        may_start_row: bool,
+    ) -> Option<Option<Verdict>> {
         let body = key::prefix(entry_key);
         if self.one_row {
             // Every key starts with the row (the read's range lies inside
