@@ -1,7 +1,7 @@
 //! Writing a block: entries in key order, a restart point every
 //! `restart_interval` entries, and the restart array at the end.
 
-use crate::coding::put_varint64;
+use crate::coding::{common_prefix_len, put_varint64};
 
 use super::tail_copy::RecentBodies;
 use super::trailer::{self, MAX_TRAILER_WORDS, WORD_LEN};
@@ -171,34 +171,9 @@ impl BlockBuilder {
     }
 }
 
-/// Length of the longest common prefix of `a` and `b`.
-///
-/// Compared eight bytes at a time: every entry of every flush and compaction
-/// passes here, and neighbouring keys of a wide row share most of their bytes
-/// (the row, often the start of the column name). In the first word that
-/// differs, the XOR's lowest set bit (the words read little-endian) is in
-/// the first differing byte.
-fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
-    const WORD: usize = 8;
-    let len = a.len().min(b.len());
-    let mut at = 0;
-    while let (Some(x), Some(y)) = (a.get(at..at + WORD), b.get(at..at + WORD)) {
-        let (Ok(x), Ok(y)) = (<[u8; WORD]>::try_from(x), <[u8; WORD]>::try_from(y)) else {
-            break;
-        };
-        let diff = u64::from_le_bytes(x) ^ u64::from_le_bytes(y);
-        if diff != 0 {
-            return at + (diff.trailing_zeros() / 8) as usize;
-        }
-        at += WORD;
-    }
-    let (a, b) = (a.get(at..len).unwrap_or_default(), b.get(at..len).unwrap_or_default());
-    at + a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::common_prefix_len;
+    use crate::coding::common_prefix_len;
     use proptest::prelude::*;
 
     #[test]
