@@ -163,7 +163,10 @@ impl<'a> TableOutput<'a> {
             });
         }
         let full = if let Some(c) = self.current.as_mut() {
-            c.builder.add(entry_key, value, row, kind.is_tombstone())?;
+            // The row as the key's own first bytes: the builder then tells
+            // a new row from the bytes the key shares with the last one.
+            let filter_key = entry_key.get(..row.len()).unwrap_or(row);
+            c.builder.add(entry_key, value, filter_key, kind.is_tombstone())?;
             let m = &mut c.meta;
             // The first and last key come from the builder at the end.
             m.count_entry(ts, seq, kind.is_tombstone());
