@@ -186,7 +186,8 @@ impl Inner {
         while merge.valid() {
             // The key is decoded once, by the drop rule, which hands its
             // suffix and row on to the output.
-            let Some(judged) = compactor.judge(merge.key()) else {
+            let merged_key = merge.key();
+            let Some(judged) = compactor.judge(merged_key) else {
                 // Dropping `out` removes the files written so far; the
                 // inputs stay as they are.
                 return Err(merge.undecodable_key());
@@ -196,16 +197,16 @@ impl Inner {
             match judged.keep {
                 Keep::Entry => {
                     let (entry_key, seq) = if bottommost && seq <= horizon {
-                        key::zero_sequence_into(merge.key(), &mut rewritten);
+                        key::zero_sequence_into(merged_key, &mut rewritten);
                         (rewritten.as_slice(), 0)
                     } else {
-                        (merge.key(), seq)
+                        (merged_key, seq)
                     };
                     // The value lent from its block: no reference count raised per entry.
                     merge.with_value(|value| out.add(entry_key, value, row, (ts, seq, kind)))?;
                 }
                 Keep::AsDeletion => {
-                    key::cell_deletion_into(merge.key(), &mut rewritten);
+                    key::cell_deletion_into(merged_key, &mut rewritten);
                     out.add(&rewritten, &[], row, (ts, seq, key::Kind::DeleteCell))?;
                 }
                 Keep::Drop => {}
