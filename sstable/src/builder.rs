@@ -229,7 +229,8 @@ impl TableBuilder {
             let separator = shortest_separator(&self.props.last_key, key);
             self.add_index_entry(&separator, handle);
         }
-        let stored = self.data_block.add(key, value);
+        // The block reads the last key from here: one copy of each key.
+        let stored = self.data_block.add_after(key, value, &self.props.last_key, shared);
         let props = &mut self.props;
         if props.entries == 0 {
             props.first_key = key.to_vec();

@@ -66,6 +66,23 @@ impl BlockBuilder {
     /// literal part of the body, the copy reference and the trailer as
     /// written), for the table's `stored_key_bytes` property.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> usize {
+        let mut last_key = std::mem::take(&mut self.last_key);
+        let shared = common_prefix_len(&last_key, key);
+        let stored = self.add_after(key, value, &last_key, shared);
+        // The new key shares its first `shared` bytes with the last one.
+        last_key.truncate(shared);
+        last_key.extend_from_slice(key.get(shared..).unwrap_or_default());
+        self.last_key = last_key;
+        stored
+    }
+
+    /// [`BlockBuilder::add`] for a caller that keeps the last key itself
+    /// (the table builder, which needs it for its order check and its
+    /// index): `last_key` is the key added just before this one and
+    /// `shared_with_last` how many leading bytes `key` shares with it. The
+    /// block keeps no copy of its own (one copy of every key, not two), and
+    /// [`BlockBuilder::last_key`] is not kept.
+    pub(crate) fn add_after(&mut self, key: &[u8], value: &[u8], last_key: &[u8], shared_with_last: usize) -> usize {
         let trailer_len = self.trailer_words * WORD_LEN;
         debug_assert!(key.len() >= trailer_len, "key shorter than its trailer");
         let (body, trailer) = key.split_at(key.len().saturating_sub(trailer_len));
@@ -83,11 +100,9 @@ impl BlockBuilder {
             }
             0
         } else {
-            let last_body = self
-                .last_key
-                .get(..self.last_key.len().saturating_sub(trailer_len))
-                .unwrap_or_default();
-            common_prefix_len(last_body, body)
+            // The bodies share what the keys share, up to the shorter body.
+            let last_body_len = last_key.len().saturating_sub(trailer_len);
+            shared_with_last.min(last_body_len).min(body.len())
         };
         let unshared = body.get(shared..).unwrap_or_default();
         let (literal, copy) = match &self.recent {
@@ -109,19 +124,12 @@ impl BlockBuilder {
         } else {
             let base = match restart {
                 true => self.first_trailer.as_slice(),
-                false => self
-                    .last_key
-                    .get(self.last_key.len().saturating_sub(trailer_len)..)
-                    .unwrap_or_default(),
+                false => last_key.get(last_key.len().saturating_sub(trailer_len)..).unwrap_or_default(),
             };
             trailer::put_xors(&mut self.buf, trailer, base, self.trailer_words);
         }
         let stored = self.buf.len() - key_start;
         self.buf.extend_from_slice(value);
-
-        // The new key shares its first `shared` bytes with the last one.
-        self.last_key.truncate(shared);
-        self.last_key.extend_from_slice(key.get(shared..).unwrap_or_default());
         if let Some(recent) = &mut self.recent {
             recent.push(body);
         }
@@ -144,7 +152,7 @@ impl BlockBuilder {
         self.entries == 0
     }
 
-    /// The last key added (empty if none).
+    /// The last key added with [`BlockBuilder::add`] (empty if none).
     pub fn last_key(&self) -> &[u8] {
         &self.last_key
     }
