@@ -386,7 +386,10 @@ mod tests {
         let next_file = std::sync::atomic::AtomicU64::new(1);
         let mut out = crate::output::TableOutput::new(dir, &next_file, &options, 1, 0, false);
         crate::compaction::flush_memtable(&m, &options, u64::MAX, 0, &mut out)?;
-        let table = out.finish()?.pop().map(|t| t.publish(&cellar_sstable::BlockCache::new(0)));
+        let table = out
+            .finish()?
+            .pop()
+            .map(|t| t.publish(&cellar_sstable::BlockCache::new(0)));
         match table {
             Some(table) => crate::source::whole_file_cursor(&table?),
             None => Err(Error::corruption(dir, 0, "no table written")),

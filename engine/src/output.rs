@@ -130,7 +130,11 @@ impl<'a> TableOutput<'a> {
         row: &[u8],
         (ts, seq, kind): (u64, u64, key::Kind),
     ) -> Result<()> {
-        debug_assert_eq!(key::suffix(entry_key), Some((ts, seq, kind)), "a suffix not the key's own");
+        debug_assert_eq!(
+            key::suffix(entry_key),
+            Some((ts, seq, kind)),
+            "a suffix not the key's own"
+        );
         debug_assert_eq!(key::row_part(entry_key), Some(row), "a row not the key's own");
         if self.full {
             // Full at the last entry: cut here unless this entry continues its row.

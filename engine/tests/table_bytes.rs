@@ -37,7 +37,9 @@ fn tables_digest(family_dir: &Path) -> Result<(usize, u64), Box<dyn std::error::
         }
     }
     digests.sort_unstable();
-    let folded = digests.iter().fold(0xcbf2_9ce4_8422_2325, |h, d| fnv(h, &d.to_le_bytes()));
+    let folded = digests
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |h, d| fnv(h, &d.to_le_bytes()));
     Ok((digests.len(), folded))
 }
 
@@ -52,13 +54,25 @@ fn manifest_digest(store_dir: &Path, family: &str) -> Result<u64, Box<dyn std::e
         .filter(|f| f.name == family)
         .flat_map(|f| &f.tables)
         .map(|t| {
-            let numbers = [t.size, t.entries, t.tombstones, t.sequences.0, t.sequences.1, t.timestamps.0, t.timestamps.1];
-            let h = numbers.iter().fold(0xcbf2_9ce4_8422_2325, |h, n| fnv(h, &n.to_le_bytes()));
+            let numbers = [
+                t.size,
+                t.entries,
+                t.tombstones,
+                t.sequences.0,
+                t.sequences.1,
+                t.timestamps.0,
+                t.timestamps.1,
+            ];
+            let h = numbers
+                .iter()
+                .fold(0xcbf2_9ce4_8422_2325, |h, n| fnv(h, &n.to_le_bytes()));
             fnv(fnv(h, &t.first_key), &t.last_key)
         })
         .collect();
     digests.sort_unstable();
-    Ok(digests.iter().fold(0xcbf2_9ce4_8422_2325, |h, d| fnv(h, &d.to_le_bytes())))
+    Ok(digests
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |h, d| fnv(h, &d.to_le_bytes())))
 }
 
 /// A row key of 20-odd bytes (as YCSB's `user` + hash), one with a zero
@@ -99,7 +113,13 @@ fn write_rows(store: &Store, family: &str) -> cellar_engine::Result<()> {
             1 => batch.delete_at(family, &r, "field1", FUTURE + 10_000 + i),
             2 => batch.delete_row_at(family, &r, FUTURE + 10_000 + i),
             // The same timestamp again: the later write replaces the earlier.
-            _ => batch.put_at(family, &r, "field2", if i % 7 == 3 { PAST + i } else { FUTURE + i }, "same time!"),
+            _ => batch.put_at(
+                family,
+                &r,
+                "field2",
+                if i % 7 == 3 { PAST + i } else { FUTURE + i },
+                "same time!",
+            ),
         };
         store.write(&batch)?;
     }
@@ -118,7 +138,12 @@ fn flush_and_compaction_write_the_same_table_bytes_as_the_format_always_has() ->
         .settle_when_idle(None)
         .block_size(1024);
     let families = [
-        ("tiered", base.clone().compaction(Compaction::SizeTiered).target_file_entries(4_000)),
+        (
+            "tiered",
+            base.clone()
+                .compaction(Compaction::SizeTiered)
+                .target_file_entries(4_000),
+        ),
         ("leveled", base.clone().target_file_bytes(48 * 1024)),
         ("copies", base.clone().tail_copies(true).max_versions(3)),
         ("ttl", base.clone().ttl(Duration::from_secs(3600))),

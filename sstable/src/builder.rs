@@ -697,7 +697,11 @@ pub(crate) mod tests {
         let mut builder = TableBuilder::create(&path, options)?;
         for (i, (key, n)) in entries.iter().enumerate() {
             let copy = key.get(..*n).unwrap_or_default().to_vec();
-            let filter_key = if as_slice(i) { key.get(..*n).unwrap_or_default() } else { &copy };
+            let filter_key = if as_slice(i) {
+                key.get(..*n).unwrap_or_default()
+            } else {
+                &copy
+            };
             builder.add(key, b"v", filter_key, false)?;
         }
         builder.finish()?;

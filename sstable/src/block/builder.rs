@@ -124,7 +124,9 @@ impl BlockBuilder {
         } else {
             let base = match restart {
                 true => self.first_trailer.as_slice(),
-                false => last_key.get(last_key.len().saturating_sub(trailer_len)..).unwrap_or_default(),
+                false => last_key
+                    .get(last_key.len().saturating_sub(trailer_len)..)
+                    .unwrap_or_default(),
             };
             trailer::put_xors(&mut self.buf, trailer, base, self.trailer_words);
         }
