@@ -79,7 +79,7 @@ fn manifest_digest(store_dir: &Path, family: &str) -> Result<u64, Box<dyn std::e
 /// byte (escaped in the key) every 97 rows.
 fn row(i: u64) -> Vec<u8> {
     let mut r = format!("user{}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 10_000_000_000_000).into_bytes();
-    if i % 97 == 0 {
+    if i.is_multiple_of(97) {
         r.push(0);
         r.push(b'z');
     }
