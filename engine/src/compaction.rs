@@ -478,7 +478,7 @@ pub(crate) enum Keep {
     /// Written to the output as it is.
     Entry,
     /// Written as a cell deletion with the same timestamp and sequence
-    /// number, and no value (an expired version; see [`Compactor::keep`]).
+    /// number, and no value (an expired version; see [`Compactor::judge`]).
     AsDeletion,
     /// Left out: no reader of the new version can see it.
     Drop,
@@ -494,18 +494,19 @@ impl Compactor {
         }
     }
 
-    /// What becomes of the entry with this key; `None` if the key does not
-    /// decode. Such an entry is neither kept nor dropped: the caller stops
-    /// with a corruption naming the input that holds it, so compaction never
-    /// loses bytes it does not understand, nor copies them on as if they
-    /// were sound.
+    /// What becomes of the entry with this key (as [`Compactor::judge`]
+    /// says): the tests' way to ask.
     #[cfg(test)]
     pub fn keep(&mut self, entry_key: &[u8]) -> Option<Keep> {
         self.judge(entry_key).map(|judged| judged.keep)
     }
 
-    /// [`Compactor::keep`], with the parts of the key the output records
-    /// (decoded once, by the rule; see [`Judged`]).
+    /// What becomes of the entry with this key, with the parts of the key
+    /// the output records (decoded once, by the rule; see [`Judged`]);
+    /// `None` if the key does not decode. Such an entry is neither kept nor
+    /// dropped: the caller stops with a corruption naming the input that
+    /// holds it, so compaction never loses bytes it does not understand,
+    /// nor copies them on as if they were sound.
     pub fn judge(&mut self, entry_key: &[u8]) -> Option<Judged> {
         let (verdict, (timestamp, sequence, kind)) = self.rule.judge_decoded(entry_key)?;
         let keep = match verdict {
