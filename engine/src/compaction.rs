@@ -529,7 +529,7 @@ pub(crate) enum Keep {
     /// Written to the output as it is.
     Entry,
     /// Written as a cell deletion with the same timestamp and sequence
-    /// number, and no value (an expired version; see [`Compactor::keep`]).
+    /// number, and no value (an expired version; see [`Compactor::judge`]).
     AsDeletion,
     /// Left out: no reader of the new version can see it.
     Drop,
@@ -545,13 +545,22 @@ impl Compactor {
         }
     }
 
-    /// What becomes of the entry with this key; `None` if the key does not
-    /// decode. Such an entry is neither kept nor dropped: the caller stops
-    /// with a corruption naming the input that holds it, so compaction never
-    /// loses bytes it does not understand, nor copies them on as if they
-    /// were sound.
+    /// What becomes of the entry with this key (as [`Compactor::judge`]
+    /// says): the tests' way to ask.
+    #[cfg(test)]
     pub fn keep(&mut self, entry_key: &[u8]) -> Option<Keep> {
-        Some(match self.rule.judge(entry_key)? {
+        self.judge(entry_key).map(|judged| judged.keep)
+    }
+
+    /// What becomes of the entry with this key, with the parts of the key
+    /// the output records (decoded once, by the rule; see [`Judged`]);
+    /// `None` if the key does not decode. Such an entry is neither kept nor
+    /// dropped: the caller stops with a corruption naming the input that
+    /// holds it, so compaction never loses bytes it does not understand,
+    /// nor copies them on as if they were sound.
+    pub fn judge(&mut self, entry_key: &[u8]) -> Option<Judged> {
+        let (verdict, (timestamp, sequence, kind)) = self.rule.judge_decoded(entry_key)?;
+        let keep = match verdict {
             // Seen by readers at the horizon, or written after it (a reader
             // between the two must still find it, and what it would hide).
             Verdict::Visible | Verdict::Unwritten => Keep::Entry,
@@ -570,16 +579,42 @@ impl Compactor {
             // removes into a deletion): what expired stays gone, whatever the
             // TTL becomes.
             Verdict::Expired if self.bottommost => Keep::Drop,
-            Verdict::Expired => match key::suffix(entry_key)? {
-                (_, _, Kind::Put) => Keep::AsDeletion,
+            Verdict::Expired => match kind {
+                Kind::Put => Keep::AsDeletion,
                 _ => Keep::Entry,
             },
             // Hidden by a deletion, replaced by a later write with the same
             // timestamp, beyond max_versions, or expired under a newer entry
             // of its cell: no reader sees it, nor would under a longer TTL.
             Verdict::Hidden => Keep::Drop,
+        };
+        Some(Judged {
+            keep,
+            timestamp,
+            sequence,
+            kind,
         })
     }
+
+    /// The encoded row prefix of the entry last judged (`key::row_part` of
+    /// its key, which the rule found when the row started): the output's
+    /// filter key, without a search for the row's end in every key.
+    pub fn row(&self) -> &[u8] {
+        self.rule.row()
+    }
+}
+
+/// What [`Compactor::judge`] says of an entry, with its key's suffix.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Judged {
+    /// What becomes of it.
+    pub keep: Keep,
+    /// Its timestamp, as its key says.
+    pub timestamp: u64,
+    /// Its sequence number, as its key says.
+    pub sequence: u64,
+    /// Its kind, as its key says.
+    pub kind: Kind,
 }
 
 /// Writes a frozen memtable to `out`, without the versions no reader of the
@@ -597,15 +632,18 @@ pub(crate) fn flush_memtable(
     let mut compactor = Compactor::new(horizon, options.max_versions, options.expire_before(now_ms), false);
     let mut rewritten = Vec::new();
     memtable.for_each(|k, value| {
-        match compactor.keep(k) {
-            Some(Keep::Entry) => out.add(k, value),
-            Some(Keep::AsDeletion) => {
+        // A memtable holds only keys the store encoded itself.
+        let Some(judged) = compactor.judge(k) else {
+            return Err(Error::corruption("<memtable>", 0, "an entry's key does not decode"));
+        };
+        let (ts, seq) = (judged.timestamp, judged.sequence);
+        match judged.keep {
+            Keep::Entry => out.add(k, value, compactor.row(), (ts, seq, judged.kind)),
+            Keep::AsDeletion => {
                 key::cell_deletion_into(k, &mut rewritten);
-                out.add(&rewritten, &[])
+                out.add(&rewritten, &[], compactor.row(), (ts, seq, Kind::DeleteCell))
             }
-            Some(Keep::Drop) => Ok(()),
-            // A memtable holds only keys the store encoded itself.
-            None => Err(Error::corruption("<memtable>", 0, "an entry's key does not decode")),
+            Keep::Drop => Ok(()),
         }
     })
 }

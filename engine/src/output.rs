@@ -118,16 +118,24 @@ impl<'a> TableOutput<'a> {
         }
     }
 
-    /// Adds one entry; keys must come in increasing order.
-    pub fn add(&mut self, entry_key: &[u8], value: &[u8]) -> Result<()> {
-        let Some((ts, seq, kind)) = key::suffix(entry_key) else {
-            return Err(Error::corruption(
-                self.dir,
-                0,
-                "an entry to write has no valid key suffix",
-            ));
-        };
-        let row = key::row_part(entry_key).unwrap_or(entry_key);
+    /// Adds one entry; keys must come in increasing order. The caller has
+    /// taken the key apart already (a flush or a compaction, whose drop rule
+    /// decodes every key): `row` is its encoded row prefix
+    /// (`key::row_part`, the filter key) and `(ts, seq, kind)` its suffix,
+    /// both the key's own.
+    pub fn add(
+        &mut self,
+        entry_key: &[u8],
+        value: &[u8],
+        row: &[u8],
+        (ts, seq, kind): (u64, u64, key::Kind),
+    ) -> Result<()> {
+        debug_assert_eq!(
+            key::suffix(entry_key),
+            Some((ts, seq, kind)),
+            "a suffix not the key's own"
+        );
+        debug_assert_eq!(key::row_part(entry_key), Some(row), "a row not the key's own");
         if self.full {
             // Full at the last entry: cut here unless this entry continues its row.
             let same_row = self
@@ -159,7 +167,10 @@ impl<'a> TableOutput<'a> {
             });
         }
         let full = if let Some(c) = self.current.as_mut() {
-            c.builder.add(entry_key, value, row, kind.is_tombstone())?;
+            // The row as the key's own first bytes: the builder then tells
+            // a new row from the bytes the key shares with the last one.
+            let filter_key = entry_key.get(..row.len()).unwrap_or(row);
+            c.builder.add(entry_key, value, filter_key, kind.is_tombstone())?;
             let m = &mut c.meta;
             // The first and last key come from the builder at the end.
             m.count_entry(ts, seq, kind.is_tombstone());

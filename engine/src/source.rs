@@ -418,6 +418,19 @@ impl Cursor {
         self.raw_key().unwrap_or(&[])
     }
 
+    /// How many leading bytes the current key kept from the one before it,
+    /// when [`Cursor::next`] stepped within a table's block (see
+    /// `TableIter::kept_prefix`); 0 when unknown (a memtable, a seek, a new
+    /// block or file).
+    #[inline]
+    pub fn kept_prefix(&self) -> usize {
+        match &self.inner {
+            CursorInner::Mem(_) => 0,
+            CursorInner::Table(t) => t.kept_prefix(),
+            CursorInner::Run(r) => r.iter.kept_prefix(),
+        }
+    }
+
     /// The current value (zero-copy).
     #[inline]
     pub fn value(&self) -> Bytes {

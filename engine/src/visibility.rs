@@ -35,6 +35,8 @@
 //! live. Because newer versions sort first, every verdict follows from the
 //! entry and a few remembered facts about its row and cell: nothing is buffered.
 
+use cellar_sstable::coding::common_prefix_len;
+
 use crate::key::{self, Kind};
 
 /// What the rule says about one entry, for a reader at sequence `upto`.
@@ -117,6 +119,12 @@ impl Visibility {
     /// Starts a new cell of the same row.
     pub fn start_cell(&mut self) {
         self.cell.clear();
+        self.forget_cell();
+    }
+
+    /// Forgets what is known of the cell, but not its key (the caller
+    /// replaces it).
+    fn forget_cell(&mut self) {
         self.cell_deletion = None;
         self.kept = 0;
         self.last_ts = None;
@@ -162,6 +170,28 @@ impl Visibility {
     #[inline]
     fn judge_key(&mut self, entry_key: &[u8], may_start_row: bool) -> Option<Option<Verdict>> {
         let (ts, seq, kind) = key::suffix(entry_key)?;
+        self.judge_suffixed(entry_key, (ts, seq, kind), may_start_row)
+    }
+
+    /// [`Visibility::judge`], which also hands back the timestamp, sequence
+    /// number and kind it decoded from the key's suffix: a flush or a
+    /// compaction writes them into the output's metadata, and decodes each
+    /// key once.
+    #[inline]
+    pub fn judge_decoded(&mut self, entry_key: &[u8]) -> Option<(Verdict, (u64, u64, Kind))> {
+        let suffix = key::suffix(entry_key)?;
+        let verdict = self.judge_suffixed(entry_key, suffix, true).flatten()?;
+        Some((verdict, suffix))
+    }
+
+    /// [`Visibility::judge_key`] once the suffix is decoded.
+    #[inline]
+    fn judge_suffixed(
+        &mut self,
+        entry_key: &[u8],
+        (ts, seq, kind): (u64, u64, Kind),
+        may_start_row: bool,
+    ) -> Option<Option<Verdict>> {
         let body = key::prefix(entry_key);
         if self.one_row {
             // Every key starts with the row (the read's range lies inside
@@ -172,18 +202,32 @@ impl Visibility {
                 self.start_cell();
                 self.cell.extend_from_slice(body);
             }
-        } else if body != self.cell.as_slice() {
-            // A new cell; a new row too unless it starts with the row's prefix
-            // (which ends with a terminator that no row or column contains).
-            if self.row.is_empty() || !body.starts_with(&self.row) {
-                if !may_start_row {
-                    return Some(None);
+        } else {
+            // One pass over the bytes the key shares with the current cell
+            // tells a new cell, and a new row: the cell starts with the
+            // row's prefix, so a key sharing that much with it does too.
+            let shared = common_prefix_len(body, &self.cell);
+            if shared != body.len() || shared != self.cell.len() {
+                // A new cell; a new row too unless it starts with the row's
+                // prefix (which ends with a terminator that no row or column
+                // contains). The prefix is looked for whole only where the
+                // cell cannot answer (it was cleared, as a read may).
+                let same_row = !self.row.is_empty()
+                    && (shared >= self.row.len() || (self.cell.len() < self.row.len() && body.starts_with(&self.row)));
+                if same_row {
+                    self.forget_cell();
+                    // The bytes it shares with the last cell are there already.
+                    self.cell.truncate(shared);
+                    self.cell.extend_from_slice(body.get(shared..).unwrap_or_default());
+                } else {
+                    if !may_start_row {
+                        return Some(None);
+                    }
+                    self.start_row();
+                    self.row.extend_from_slice(key::row_part(entry_key)?);
+                    self.cell.extend_from_slice(body);
                 }
-                self.start_row();
-                self.row.extend_from_slice(key::row_part(entry_key)?);
             }
-            self.start_cell();
-            self.cell.extend_from_slice(body);
         }
         Some(Some(self.judge_entry(ts, seq, kind)))
     }

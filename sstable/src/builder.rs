@@ -21,6 +21,7 @@ use cellar_fs as fs;
 
 use crate::block::{BlockBuilder, KeyEncoding, MAX_TRAILER_WORDS};
 use crate::bloom::{filter_hash, BloomFilterBuilder};
+use crate::coding::common_prefix_len;
 use crate::compression::{Codec, Compression, Compressor};
 use crate::error::{io_error, Error, Result};
 use crate::format::{block_trailer, BlockHandle, BlockKind, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
@@ -112,6 +113,10 @@ pub struct TableBuilder {
     pending_index: Option<BlockHandle>,
     filter: Option<BloomFilterBuilder>,
     last_filter_key: Option<Vec<u8>>,
+    /// Whether the last filter key was a prefix of its key (see
+    /// [`TableBuilder::add`]): then the next one is compared through the
+    /// bytes the keys share.
+    last_filter_key_in_key: bool,
     compressor: Compressor,
     /// Counted as entries arrive; `last_key` doubles as the order check.
     props: TableProperties,
@@ -158,6 +163,7 @@ impl TableBuilder {
             options,
             offset: 0,
             last_filter_key: None,
+            last_filter_key_in_key: false,
             props,
             finished: false,
         })
@@ -168,8 +174,11 @@ impl TableBuilder {
     ///
     /// `filter_key` is what the Bloom filter is built over; the engine passes
     /// the encoded row, so "is this row here?" is answered without a block
-    /// read. Equal consecutive filter keys are hashed once. `tombstone` only
-    /// counts in the properties: the table does not interpret values.
+    /// read. Equal consecutive filter keys are hashed once. A filter key
+    /// that is a slice of the front of `key` itself (`&key[..n]`, as the
+    /// engine's row is) is told from the last one by the bytes the keys
+    /// share, with no comparison of its own. `tombstone` only counts in the
+    /// properties: the table does not interpret values.
     pub fn add(&mut self, key: &[u8], value: &[u8], filter_key: &[u8], tombstone: bool) -> Result<()> {
         check_len("key", key.len(), MAX_KEY_LEN)?;
         check_len("value", value.len(), MAX_VALUE_LEN)?;
@@ -180,14 +189,31 @@ impl TableBuilder {
                 min: trailer_len as u64,
             });
         }
-        if self.props.entries > 0 && key <= self.props.last_key.as_slice() {
+        // One pass over the bytes the key shares with the last one answers
+        // the order check, the filter key's and what to copy of the key.
+        let shared = common_prefix_len(key, &self.props.last_key);
+        let increasing = match (key.get(shared), self.props.last_key.get(shared)) {
+            (Some(k), Some(last)) => k > last,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if self.props.entries > 0 && !increasing {
             return Err(Error::KeyOrder {
                 previous: self.props.last_key.clone(),
                 key: key.to_vec(),
             });
         }
 
-        if self.last_filter_key.as_deref() != Some(filter_key) {
+        // A filter key that is a prefix of its key (the very bytes, as
+        // cellar's row is of its cell's key) is the last one if the last
+        // was too, of the same length, and the keys share it.
+        let in_key = std::ptr::eq(filter_key.as_ptr(), key.as_ptr()) && filter_key.len() <= key.len();
+        let same_filter_key = match (self.last_filter_key_in_key && in_key, &self.last_filter_key) {
+            (true, Some(last)) => last.len() == filter_key.len() && shared >= filter_key.len(),
+            (_, last) => last.as_deref() == Some(filter_key),
+        };
+        self.last_filter_key_in_key = in_key;
+        if !same_filter_key {
             if let Some(filter) = &mut self.filter {
                 filter.add_hash(filter_hash(filter_key));
             }
@@ -203,13 +229,15 @@ impl TableBuilder {
             let separator = shortest_separator(&self.props.last_key, key);
             self.add_index_entry(&separator, handle);
         }
-        let stored = self.data_block.add(key, value);
+        // The block reads the last key from here: one copy of each key.
+        let stored = self.data_block.add_after(key, value, &self.props.last_key, shared);
         let props = &mut self.props;
         if props.entries == 0 {
             props.first_key = key.to_vec();
         }
-        props.last_key.clear();
-        props.last_key.extend_from_slice(key);
+        // The bytes it shares with the last key are there already.
+        props.last_key.truncate(shared);
+        props.last_key.extend_from_slice(key.get(shared..).unwrap_or_default());
         props.entries += 1;
         props.tombstones += u64::from(tombstone);
         props.raw_key_bytes += key.len() as u64;
@@ -654,5 +682,55 @@ pub(crate) mod tests {
         assert_eq!(props.filter_bytes, 0);
         assert_eq!(props.distinct_filter_keys, 1);
         Ok(())
+    }
+
+    /// A table's bytes with each filter key passed as `&key[..n]` (told
+    /// from the last one by the bytes the keys share) or as a copy of those
+    /// bytes (compared whole), or one way then the other.
+    fn table_bytes(dir: &Path, entries: &[(Vec<u8>, usize)], as_slice: impl Fn(usize) -> bool) -> Result<Vec<u8>> {
+        let path = dir.join(format!("t{}.sst", std::fs::read_dir(dir).map_or(0, |d| d.count())));
+        let options = TableOptions {
+            block_size: 256,
+            key_trailer_words: 1,
+            ..TableOptions::default()
+        };
+        let mut builder = TableBuilder::create(&path, options)?;
+        for (i, (key, n)) in entries.iter().enumerate() {
+            let copy = key.get(..*n).unwrap_or_default().to_vec();
+            let filter_key = if as_slice(i) {
+                key.get(..*n).unwrap_or_default()
+            } else {
+                &copy
+            };
+            builder.add(key, b"v", filter_key, false)?;
+        }
+        builder.finish()?;
+        std::fs::read(&path).map_err(io_error(&path))
+    }
+
+    proptest::proptest! {
+        /// Filter keys at the front of their keys, of every length (shorter,
+        /// longer, equal to the last one's, one a prefix of the other), come
+        /// out the same whether told apart through the keys' shared bytes
+        /// or compared whole: the same filter, counts and bytes.
+        #[test]
+        fn a_filter_key_inside_its_key_is_told_from_the_last_as_a_copy_of_it_is(
+            entries in proptest::collection::btree_map(
+                proptest::collection::vec(0..3u8, 8..16),
+                0..9usize,
+                1..200,
+            ),
+            mix in proptest::prelude::any::<u64>(),
+        ) {
+            let dir = tempfile::tempdir().map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            // Keys sorted, at least one trailer word long; filter keys up to 8 bytes.
+            let entries: Vec<(Vec<u8>, usize)> = entries.into_iter().collect();
+            let fail = |e: Error| proptest::test_runner::TestCaseError::fail(e.to_string());
+            let copies = table_bytes(dir.path(), &entries, |_| false).map_err(fail)?;
+            let slices = table_bytes(dir.path(), &entries, |_| true).map_err(fail)?;
+            let mixed = table_bytes(dir.path(), &entries, |i| mix >> (i % 64) & 1 == 1).map_err(fail)?;
+            proptest::prop_assert!(copies == slices);
+            proptest::prop_assert!(copies == mixed);
+        }
     }
 }

@@ -13,6 +13,9 @@
 //!
 //! Decoders return `None` on short or overlong input instead of panicking:
 //! the bytes may come from a damaged file.
+//!
+//! And [`common_prefix_len`], the byte comparison that prefix compression
+//! and merges of sorted keys make for every entry.
 
 /// Longest varint encoding of a `u32`.
 pub const MAX_VARINT32_LEN: usize = 5;
@@ -112,6 +115,33 @@ pub fn get_fixed32(input: &[u8], offset: usize) -> Option<u32> {
 pub fn get_fixed64(input: &[u8], offset: usize) -> Option<u64> {
     let bytes = input.get(offset..offset.checked_add(8)?)?;
     Some(u64::from_le_bytes(bytes.try_into().ok()?))
+}
+
+/// Length of the longest common prefix of `a` and `b`.
+///
+/// Compared eight bytes at a time: every entry of every flush and compaction
+/// passes here (a block shares a key's prefix with the last one's; a merge
+/// compares its sources' keys), and neighbouring keys of a wide row share
+/// most of their bytes (the row, often the start of the column name). In the first word that
+/// differs, the XOR's lowest set bit (the words read little-endian) is in
+/// the first differing byte.
+#[inline]
+pub fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    const WORD: usize = 8;
+    let len = a.len().min(b.len());
+    let mut at = 0;
+    while let (Some(x), Some(y)) = (a.get(at..at + WORD), b.get(at..at + WORD)) {
+        let (Ok(x), Ok(y)) = (<[u8; WORD]>::try_from(x), <[u8; WORD]>::try_from(y)) else {
+            break;
+        };
+        let diff = u64::from_le_bytes(x) ^ u64::from_le_bytes(y);
+        if diff != 0 {
+            return at + (diff.trailing_zeros() / 8) as usize;
+        }
+        at += WORD;
+    }
+    let (a, b) = (a.get(at..len).unwrap_or_default(), b.get(at..len).unwrap_or_default());
+    at + a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 #[cfg(test)]

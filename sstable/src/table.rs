@@ -787,6 +787,17 @@ impl TableIter {
         self.block.as_ref().is_some_and(BlockIter::valid)
     }
 
+    /// How many leading bytes the current key kept from the one before it
+    /// when [`TableIter::next`] stepped within a block (see
+    /// [`BlockIter::kept_prefix`]); 0 after a seek, in a new block, or
+    /// when invalid.
+    pub fn kept_prefix(&self) -> usize {
+        match &self.block {
+            Some(block) if block.valid() => block.kept_prefix(),
+            _ => 0,
+        }
+    }
+
     /// The current key (empty when invalid).
     pub fn key(&self) -> &[u8] {
         match &self.block {

@@ -184,26 +184,30 @@ impl Inner {
         let mut seen = 0u64;
         let mut rewritten = Vec::new();
         while merge.valid() {
-            let Some(keep) = compactor.keep(merge.key()) else {
+            // The key is decoded once, by the drop rule, which hands its
+            // suffix and row on to the output.
+            let merged_key = merge.key();
+            let Some(judged) = compactor.judge(merged_key) else {
                 // Dropping `out` removes the files written so far; the
                 // inputs stay as they are.
                 return Err(merge.undecodable_key());
             };
-            match keep {
+            let (ts, seq, kind) = (judged.timestamp, judged.sequence, judged.kind);
+            let row = compactor.row();
+            match judged.keep {
                 Keep::Entry => {
-                    let entry_key = if bottommost && key::suffix(merge.key()).is_some_and(|(_, seq, _)| seq <= horizon)
-                    {
-                        key::zero_sequence_into(merge.key(), &mut rewritten);
-                        rewritten.as_slice()
+                    let (entry_key, seq) = if bottommost && seq <= horizon {
+                        key::zero_sequence_into(merged_key, &mut rewritten);
+                        (rewritten.as_slice(), 0)
                     } else {
-                        merge.key()
+                        (merged_key, seq)
                     };
                     // The value lent from its block: no reference count raised per entry.
-                    merge.with_value(|value| out.add(entry_key, value))?;
+                    merge.with_value(|value| out.add(entry_key, value, row, (ts, seq, kind)))?;
                 }
                 Keep::AsDeletion => {
-                    key::cell_deletion_into(merge.key(), &mut rewritten);
-                    out.add(&rewritten, &[])?;
+                    key::cell_deletion_into(merged_key, &mut rewritten);
+                    out.add(&rewritten, &[], row, (ts, seq, key::Kind::DeleteCell))?;
                 }
                 Keep::Drop => {}
             }

@@ -1,7 +1,7 @@
 //! Writing a block: entries in key order, a restart point every
 //! `restart_interval` entries, and the restart array at the end.
 
-use crate::coding::put_varint64;
+use crate::coding::{common_prefix_len, put_varint64};
 
 use super::tail_copy::RecentBodies;
 use super::trailer::{self, MAX_TRAILER_WORDS, WORD_LEN};
@@ -19,6 +19,10 @@ pub struct BlockBuilder {
     restart_interval: usize,
     trailer_words: usize,
     entries: usize,
+    /// Entries to add before the next restart point (0: the next is one).
+    /// Counted down rather than `entries % restart_interval`: a division per
+    /// entry of every flush and compaction.
+    to_restart: usize,
     last_key: Vec<u8>,
     /// The trailer of the block's first key: what restart points XOR against.
     first_trailer: Vec<u8>,
@@ -51,6 +55,7 @@ impl BlockBuilder {
             restart_interval: restart_interval.max(1),
             trailer_words: encoding.trailer_words.min(MAX_TRAILER_WORDS),
             entries: 0,
+            to_restart: 0,
             last_key: Vec::new(),
             first_trailer: Vec::new(),
             recent: encoding.tail_copies.then(RecentBodies::default),
@@ -61,10 +66,31 @@ impl BlockBuilder {
     /// literal part of the body, the copy reference and the trailer as
     /// written), for the table's `stored_key_bytes` property.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> usize {
+        let mut last_key = std::mem::take(&mut self.last_key);
+        let shared = common_prefix_len(&last_key, key);
+        let stored = self.add_after(key, value, &last_key, shared);
+        // The new key shares its first `shared` bytes with the last one.
+        last_key.truncate(shared);
+        last_key.extend_from_slice(key.get(shared..).unwrap_or_default());
+        self.last_key = last_key;
+        stored
+    }
+
+    /// [`BlockBuilder::add`] for a caller that keeps the last key itself
+    /// (the table builder, which needs it for its order check and its
+    /// index): `last_key` is the key added just before this one and
+    /// `shared_with_last` how many leading bytes `key` shares with it. The
+    /// block keeps no copy of its own (one copy of every key, not two), and
+    /// [`BlockBuilder::last_key`] is not kept.
+    pub(crate) fn add_after(&mut self, key: &[u8], value: &[u8], last_key: &[u8], shared_with_last: usize) -> usize {
         let trailer_len = self.trailer_words * WORD_LEN;
         debug_assert!(key.len() >= trailer_len, "key shorter than its trailer");
         let (body, trailer) = key.split_at(key.len().saturating_sub(trailer_len));
-        let restart = self.entries.is_multiple_of(self.restart_interval);
+        let restart = self.to_restart == 0;
+        self.to_restart = match restart {
+            true => self.restart_interval - 1,
+            false => self.to_restart - 1,
+        };
         let shared = if restart {
             let offset = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
             debug_assert!(offset != u32::MAX, "block grew past 4 GiB");
@@ -74,11 +100,9 @@ impl BlockBuilder {
             }
             0
         } else {
-            let last_body = self
-                .last_key
-                .get(..self.last_key.len().saturating_sub(trailer_len))
-                .unwrap_or_default();
-            common_prefix_len(last_body, body)
+            // The bodies share what the keys share, up to the shorter body.
+            let last_body_len = last_key.len().saturating_sub(trailer_len);
+            shared_with_last.min(last_body_len).min(body.len())
         };
         let unshared = body.get(shared..).unwrap_or_default();
         let (literal, copy) = match &self.recent {
@@ -100,19 +124,14 @@ impl BlockBuilder {
         } else {
             let base = match restart {
                 true => self.first_trailer.as_slice(),
-                false => self
-                    .last_key
-                    .get(self.last_key.len().saturating_sub(trailer_len)..)
+                false => last_key
+                    .get(last_key.len().saturating_sub(trailer_len)..)
                     .unwrap_or_default(),
             };
             trailer::put_xors(&mut self.buf, trailer, base, self.trailer_words);
         }
         let stored = self.buf.len() - key_start;
         self.buf.extend_from_slice(value);
-
-        // The new key shares its first `shared` bytes with the last one.
-        self.last_key.truncate(shared);
-        self.last_key.extend_from_slice(key.get(shared..).unwrap_or_default());
         if let Some(recent) = &mut self.recent {
             recent.push(body);
         }
@@ -135,7 +154,7 @@ impl BlockBuilder {
         self.entries == 0
     }
 
-    /// The last key added (empty if none).
+    /// The last key added with [`BlockBuilder::add`] (empty if none).
     pub fn last_key(&self) -> &[u8] {
         &self.last_key
     }
@@ -156,39 +175,15 @@ impl BlockBuilder {
         block.extend_from_slice(&count.to_le_bytes());
         self.restarts.clear();
         self.entries = 0;
+        self.to_restart = 0;
         self.last_key.clear();
         block
     }
 }
 
-/// Length of the longest common prefix of `a` and `b`.
-///
-/// Compared eight bytes at a time: every entry of every flush and compaction
-/// passes here, and neighbouring keys of a wide row share most of their bytes
-/// (the row, often the start of the column name). In the first word that
-/// differs, the XOR's lowest set bit (the words read little-endian) is in
-/// the first differing byte.
-fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
-    const WORD: usize = 8;
-    let len = a.len().min(b.len());
-    let mut at = 0;
-    while let (Some(x), Some(y)) = (a.get(at..at + WORD), b.get(at..at + WORD)) {
-        let (Ok(x), Ok(y)) = (<[u8; WORD]>::try_from(x), <[u8; WORD]>::try_from(y)) else {
-            break;
-        };
-        let diff = u64::from_le_bytes(x) ^ u64::from_le_bytes(y);
-        if diff != 0 {
-            return at + (diff.trailing_zeros() / 8) as usize;
-        }
-        at += WORD;
-    }
-    let (a, b) = (a.get(at..len).unwrap_or_default(), b.get(at..len).unwrap_or_default());
-    at + a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::common_prefix_len;
+    use crate::coding::common_prefix_len;
     use proptest::prelude::*;
 
     #[test]

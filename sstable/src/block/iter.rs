@@ -34,6 +34,10 @@ pub struct BlockIter {
     probe: Vec<u8>,
     value: Range<usize>,
     valid: bool,
+    /// How many leading bytes the current key kept from the key before it,
+    /// when [`BlockIter::next`] stepped to it (0 after a seek: the key
+    /// before is one the caller never saw). See [`BlockIter::kept_prefix`].
+    kept: usize,
 }
 
 impl BlockIter {
@@ -69,6 +73,7 @@ impl BlockIter {
             probe,
             value: 0..0,
             valid: false,
+            kept: 0,
             next_restart: 0,
             next_restart_offset: 0,
             words: [0; MAX_TRAILER_WORDS],
@@ -113,6 +118,7 @@ impl BlockIter {
         while self.valid && self.key.as_slice() < target {
             self.next()?;
         }
+        self.kept = 0;
         Ok(())
     }
 
@@ -148,6 +154,7 @@ impl BlockIter {
             return Err(self.block.corruption(offset, what));
         }
         self.key.truncate(entry.shared);
+        self.kept = entry.shared;
         self.key
             .extend_from_slice(self.block.contents.get(entry.body.clone()).unwrap_or_default());
         if let Some(recent) = &mut self.recent {
@@ -217,6 +224,16 @@ impl BlockIter {
             true => self.block.restart_offset(index).unwrap_or(usize::MAX),
             false => usize::MAX,
         };
+    }
+
+    /// How many leading bytes the current key shares with the one before
+    /// it, as the entry stores it (its `shared` length; a restart point
+    /// shares none), when the last move was [`BlockIter::next`]; 0 after a
+    /// seek. A merge whose last comparison found this cursor's key before
+    /// another at byte `d` knows, if the new key kept more than `d` bytes,
+    /// that it is still before it: no comparison.
+    pub fn kept_prefix(&self) -> usize {
+        self.kept
     }
 
     /// True when positioned at an entry.

