@@ -129,12 +129,6 @@ fn levels(tables: &[TableInfo]) -> Vec<u32> {
     tables.iter().map(|t| t.level).collect()
 }
 
-/// Something sits above the last level: a table file, or the memtable.
-fn above_the_last_level(store: &Store) -> Result<bool, Box<dyn std::error::Error>> {
-    let memtable = store.stats()?.family("f").map_or(0, |f| f.memtable_entries);
-    Ok(memtable > 0 || store.tables().iter().any(|t| t.level < LAST_LEVEL))
-}
-
 /// The runs of the family's table files, in the order the tables list them
 /// (newest first).
 fn runs(tables: &[TableInfo]) -> Vec<u64> {
@@ -143,10 +137,37 @@ fn runs(tables: &[TableInfo]) -> Vec<u64> {
     runs
 }
 
-/// Something lies outside the family's oldest run: another run, or the memtable.
-fn more_than_one_run(store: &Store) -> Result<bool, Box<dyn std::error::Error>> {
-    let memtable = store.stats()?.family("f").map_or(0, |f| f.memtable_entries);
-    Ok(memtable > 0 || runs(&store.tables()).len() > 1)
+/// The two strategies a settle merges, each with its picture of "settled".
+#[derive(Clone, Copy, Debug)]
+enum Strategy {
+    /// Everything in the last level.
+    Leveled,
+    /// One run, at level 0 where a tiered family's runs live.
+    Tiered,
+}
+
+impl Strategy {
+    fn options(self) -> FamilyOptions {
+        match self {
+            Strategy::Leveled => family(),
+            Strategy::Tiered => tiered_family(),
+        }
+    }
+
+    /// Whether the tables are what a settle leaves.
+    fn settled(self, tables: &[TableInfo]) -> bool {
+        match self {
+            Strategy::Leveled => tables.iter().all(|t| t.level == LAST_LEVEL),
+            Strategy::Tiered => runs(tables).len() == 1 && tables.iter().all(|t| t.level == 0),
+        }
+    }
+
+    /// Something lies outside what a settle leaves: the memtable, or a table
+    /// above the last level (leveled) or in another run (tiered).
+    fn unsettled(self, store: &Store) -> Result<bool, Box<dyn std::error::Error>> {
+        let memtable = store.stats()?.family("f").map_or(0, |f| f.memtable_entries);
+        Ok(memtable > 0 || !self.settled(&store.tables()))
+    }
 }
 
 /// The log segments in `dir`, by size.
@@ -168,15 +189,17 @@ fn write_some(store: &Store, writer: &mut Writer, model: &mut Model, n: u64) -> 
     Ok(())
 }
 
-#[test]
-fn writes_that_go_on_hold_off_the_settle_and_a_pause_brings_it_without_being_asked() -> TestResult {
+/// Writes that go on hold the settle off; once they pause, the compacting
+/// thread settles the family with nobody asking.
+fn writes_that_go_on_hold_off_the_settle(strategy: Strategy, seed: u64) -> TestResult {
     let dir = tempfile::tempdir()?;
-    let store = open(dir.path(), family())?;
-    let (mut writer, mut model) = (Writer::new(1), Model::new());
+    let store = open(dir.path(), strategy.options())?;
+    let (mut writer, mut model) = (Writer::new(seed), Model::new());
     write_some(&store, &mut writer, &mut model, 10_250)?;
 
     // Writes go on for four idle times, a few every 2 ms: the family
-    // qualifies all along, and is never settled.
+    // qualifies all along (the memtable alone is more than 1% of it), and is
+    // never settled.
     let start = Instant::now();
     while start.elapsed() < 4 * IDLE {
         for _ in 0..20 {
@@ -188,7 +211,9 @@ fn writes_that_go_on_hold_off_the_settle_and_a_pause_brings_it_without_being_ask
         writer.write(&store, &mut model)?;
     }
     assert_eq!(settles(&store)?, 0, "settled while writes went on");
-    assert!(above_the_last_level(&store)?, "{:?}", levels(&store.tables()));
+    // 250 entries in the memtable at least, whatever the minor compactions
+    // made of the tables (a tiered family's runs all merged into one, at times).
+    assert!(strategy.unsettled(&store)?, "{:?}", levels(&store.tables()));
     check(&store, &model)?;
 
     // The writes stop; nobody asks: the compacting thread settles the family.
@@ -205,19 +230,30 @@ fn writes_that_go_on_hold_off_the_settle_and_a_pause_brings_it_without_being_ask
     store.wait_for_background_work()?;
     assert_eq!(settles(&store)?, 1);
     let tables = store.tables();
-    assert!(tables.iter().all(|t| t.level == LAST_LEVEL), "{:?}", levels(&tables));
-    assert!(!above_the_last_level(&store)?);
+    assert!(strategy.settled(&tables), "{:?} {:?}", levels(&tables), runs(&tables));
+    assert!(!strategy.unsettled(&store)?);
     check(&store, &model)?;
     Ok(())
 }
 
 #[test]
-fn wait_for_background_work_returns_after_the_settle_and_a_second_wait_settles_nothing() -> TestResult {
+fn writes_that_go_on_hold_off_the_settle_and_a_pause_brings_it_without_being_asked() -> TestResult {
+    writes_that_go_on_hold_off_the_settle(Strategy::Leveled, 1)
+}
+
+#[test]
+fn a_size_tiered_family_is_settled_into_one_run_once_its_writes_pause_and_not_before() -> TestResult {
+    writes_that_go_on_hold_off_the_settle(Strategy::Tiered, 5)
+}
+
+/// `wait_for_background_work` returns only after the settle; a second wait
+/// finds nothing to do, and a few writes are not worth another.
+fn the_wait_returns_after_the_settle(strategy: Strategy, seed: u64) -> TestResult {
     let dir = tempfile::tempdir()?;
-    let store = open(dir.path(), family())?;
-    let (mut writer, mut model) = (Writer::new(2), Model::new());
+    let store = open(dir.path(), strategy.options())?;
+    let (mut writer, mut model) = (Writer::new(seed), Model::new());
     write_some(&store, &mut writer, &mut model, 12_250)?;
-    assert!(above_the_last_level(&store)?);
+    assert!(strategy.unsettled(&store)?);
     check(&store, &model)?;
 
     let last_write = Instant::now();
@@ -231,17 +267,17 @@ fn wait_for_background_work_returns_after_the_settle_and_a_second_wait_settles_n
     let f = stats.family("f").ok_or("no family f")?;
     assert_eq!(f.settles, 1);
     assert!(f.settle_bytes_written > 0 && f.settle_bytes_written <= f.compaction_bytes_written);
-    // Everything in the last level, the memtable flushed, and the log it
-    // held gone: the one segment left holds nothing.
+    // Settled, the memtable flushed, and the log it held gone: the one
+    // segment left holds nothing.
     let settled = store.tables();
-    assert!(settled.iter().all(|t| t.level == LAST_LEVEL), "{:?}", levels(&settled));
+    assert!(
+        strategy.settled(&settled),
+        "{:?} {:?}",
+        levels(&settled),
+        runs(&settled)
+    );
     assert_eq!(f.memtable_entries, 0);
-    let logs: Vec<u64> = std::fs::read_dir(dir.path())?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
-        .map(|e| e.metadata().map_or(u64::MAX, |m| m.len()))
-        .collect();
-    assert_eq!(logs, [0], "the log segments left");
+    assert_eq!(log_sizes(dir.path())?, [0], "the log segments left");
     // The settle dropped every deletion and superseded version: one entry per live cell.
     assert_eq!(f.stored_entries, f.live_entries);
     assert_eq!(f.live_entries, model.values().filter(|v| v.is_some()).count() as u64);
@@ -268,8 +304,19 @@ fn wait_for_background_work_returns_after_the_settle_and_a_second_wait_settles_n
     }
     store.wait_for_background_work()?;
     assert_eq!(settles(&store)?, 2);
+    assert!(strategy.settled(&store.tables()));
     check(&store, &model)?;
     Ok(())
+}
+
+#[test]
+fn wait_for_background_work_returns_after_the_settle_and_a_second_wait_settles_nothing() -> TestResult {
+    the_wait_returns_after_the_settle(Strategy::Leveled, 2)
+}
+
+#[test]
+fn wait_for_background_work_returns_after_a_size_tiered_settle_and_a_second_wait_settles_nothing() -> TestResult {
+    the_wait_returns_after_the_settle(Strategy::Tiered, 6)
 }
 
 #[test]
@@ -292,146 +339,30 @@ fn the_settle_options_are_kept_by_the_manifest_and_a_settled_store_reopens_settl
     Ok(())
 }
 
-#[test]
-fn a_family_under_the_floor_or_without_the_settle_is_left_as_leveled_compaction_leaves_it() -> TestResult {
-    for options in [
-        // The default floor, 256 MiB: tests, lessons and small stores never see a settle.
-        family().settle_when_idle(Some(Settle::default())),
-        family().settle_when_idle(None),
-    ] {
+/// Under the default floor (256 MiB: tests, lessons and small stores never
+/// see a settle) or with the settle off, a family stays as its minor
+/// compactions leave it.
+fn under_the_floor_or_off_nothing_is_settled(strategy: Strategy, seed: u64) -> TestResult {
+    for settle in [Some(Settle::default()), None] {
         let dir = tempfile::tempdir()?;
-        let store = open(dir.path(), options)?;
-        let (mut writer, mut model) = (Writer::new(4), Model::new());
+        let store = open(dir.path(), strategy.options().settle_when_idle(settle))?;
+        let (mut writer, mut model) = (Writer::new(seed), Model::new());
         write_some(&store, &mut writer, &mut model, 10_250)?;
         std::thread::sleep(2 * IDLE);
         store.wait_for_background_work()?;
         assert_eq!(settles(&store)?, 0);
-        assert!(above_the_last_level(&store)?);
+        assert!(strategy.unsettled(&store)?);
         check(&store, &model)?;
     }
     Ok(())
 }
 
 #[test]
-fn a_size_tiered_family_is_settled_into_one_run_once_its_writes_pause_and_not_before() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let store = open(dir.path(), tiered_family())?;
-    let (mut writer, mut model) = (Writer::new(5), Model::new());
-    write_some(&store, &mut writer, &mut model, 10_250)?;
-
-    // Writes go on for four idle times: the family qualifies all along (the
-    // memtable alone is more than 1% of it), and is never settled.
-    let start = Instant::now();
-    while start.elapsed() < 4 * IDLE {
-        for _ in 0..20 {
-            writer.write(&store, &mut model)?;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    while writer.written % 500 != 250 {
-        writer.write(&store, &mut model)?;
-    }
-    assert_eq!(settles(&store)?, 0, "settled while writes went on");
-    // 250 entries in the memtable, whatever the minor compactions made of
-    // the runs (all of them merged into one, at times).
-    assert!(more_than_one_run(&store)?);
-    let before = store.tables();
-    assert!(before.iter().all(|t| t.level == 0), "{:?}", levels(&before));
-    check(&store, &model)?;
-
-    // The writes stop; nobody asks: the compacting thread merges every run into one.
-    let stopped = Instant::now();
-    while settles(&store)? == 0 {
-        assert!(stopped.elapsed() < PATIENCE, "no settle after the writes stopped");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        stopped.elapsed() >= IDLE,
-        "settled {:?} after the last write",
-        stopped.elapsed()
-    );
-    store.wait_for_background_work()?;
-    assert_eq!(settles(&store)?, 1);
-    let tables = store.tables();
-    assert_eq!(runs(&tables).len(), 1, "{:?}", runs(&tables));
-    assert!(tables.iter().all(|t| t.level == 0), "{:?}", levels(&tables));
-    assert!(!more_than_one_run(&store)?);
-    check(&store, &model)?;
-    Ok(())
-}
-
-#[test]
-fn wait_for_background_work_returns_after_a_size_tiered_settle_and_a_second_wait_settles_nothing() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let store = open(dir.path(), tiered_family())?;
-    let (mut writer, mut model) = (Writer::new(6), Model::new());
-    write_some(&store, &mut writer, &mut model, 12_250)?;
-    assert!(more_than_one_run(&store)?);
-    check(&store, &model)?;
-
-    let last_write = Instant::now();
-    store.wait_for_background_work()?;
-    assert!(
-        last_write.elapsed() >= IDLE,
-        "returned after {:?}",
-        last_write.elapsed()
-    );
-    let stats = store.stats()?;
-    let f = stats.family("f").ok_or("no family f")?;
-    assert_eq!(f.settles, 1);
-    assert!(f.settle_bytes_written > 0 && f.settle_bytes_written <= f.compaction_bytes_written);
-    // One run, the memtable flushed, and the log it held gone.
-    let settled = store.tables();
-    assert_eq!(runs(&settled).len(), 1, "{:?}", runs(&settled));
-    assert_eq!(f.runs, 1);
-    assert_eq!(f.memtable_entries, 0);
-    assert_eq!(log_sizes(dir.path())?, [0], "the log segments left");
-    // The settle dropped every deletion and superseded version: one entry per live cell.
-    assert_eq!(f.stored_entries, f.live_entries);
-    assert_eq!(f.live_entries, model.values().filter(|v| v.is_some()).count() as u64);
-    check(&store, &model)?;
-
-    // Settled, and not written since: a second wait finds nothing to do.
-    let compactions = f.compactions;
-    let again = Instant::now();
-    store.wait_for_background_work()?;
-    assert!(again.elapsed() < IDLE, "waited {:?}", again.elapsed());
-    let stats = store.stats()?;
-    let f = stats.family("f").ok_or("no family f")?;
-    assert_eq!((f.settles, f.compactions), (1, compactions));
-    assert_eq!(store.tables(), settled);
-
-    // One write is less than 1% of the family: not worth a rewrite.
-    writer.write(&store, &mut model)?;
-    store.wait_for_background_work()?;
-    assert_eq!(settles(&store)?, 1);
-    check(&store, &model)?;
-    // 250 more are: settled again once the writes pause, into one run again.
-    for _ in 0..250 {
-        writer.write(&store, &mut model)?;
-    }
-    store.wait_for_background_work()?;
-    assert_eq!(settles(&store)?, 2);
-    assert_eq!(runs(&store.tables()).len(), 1);
-    check(&store, &model)?;
-    Ok(())
+fn a_family_under_the_floor_or_without_the_settle_is_left_as_leveled_compaction_leaves_it() -> TestResult {
+    under_the_floor_or_off_nothing_is_settled(Strategy::Leveled, 4)
 }
 
 #[test]
 fn a_size_tiered_family_under_the_floor_or_without_the_settle_keeps_its_runs() -> TestResult {
-    for options in [
-        tiered_family().settle_when_idle(Some(Settle::default())),
-        tiered_family().settle_when_idle(None),
-    ] {
-        let dir = tempfile::tempdir()?;
-        let store = open(dir.path(), options)?;
-        let (mut writer, mut model) = (Writer::new(7), Model::new());
-        write_some(&store, &mut writer, &mut model, 10_250)?;
-        std::thread::sleep(2 * IDLE);
-        store.wait_for_background_work()?;
-        assert_eq!(settles(&store)?, 0);
-        assert!(more_than_one_run(&store)?);
-        check(&store, &model)?;
-    }
-    Ok(())
+    under_the_floor_or_off_nothing_is_settled(Strategy::Tiered, 7)
 }
