@@ -392,7 +392,7 @@ impl Drop for TableBuilder {
 /// A seek for a key between `start` and `s` reads this block, finds nothing
 /// and moves on to the next block's first entry.
 pub(crate) fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
-    let common = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
+    let common = crate::coding::common_prefix_len(start, limit);
     let (Some(&s), Some(&l)) = (start.get(common), limit.get(common)) else {
         return start.to_vec(); // one is a prefix of the other: nothing shorter fits
     };

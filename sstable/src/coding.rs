@@ -147,6 +147,46 @@ pub fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn common_prefix_len_is_exact_for_every_pair_of_lengths_and_first_difference_up_to_three_words() {
+        // Empty keys, keys shorter than a word, whole words and a few bytes
+        // past them; alike to the shorter one's end, or first differing in
+        // any one bit of any byte before it.
+        for a_len in 0..=25usize {
+            for b_len in 0..=25usize {
+                let a: Vec<u8> = (0..a_len as u8).collect();
+                let shorter = a_len.min(b_len);
+                for differ_at in 0..=shorter {
+                    let mut b: Vec<u8> = (0..b_len as u8).collect();
+                    if differ_at < shorter {
+                        b[differ_at] ^= 1 << (differ_at % 8);
+                    }
+                    let lens = (a_len, b_len, differ_at);
+                    assert_eq!(common_prefix_len(&a, &b), differ_at, "{lens:?}");
+                    assert_eq!(common_prefix_len(&b, &a), differ_at, "{lens:?}");
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The word-at-a-time count agrees with a byte-at-a-time one, for
+        /// keys that differ anywhere (before, inside or after a whole word)
+        /// or where one is a prefix of the other.
+        #[test]
+        fn common_prefix_len_counts_the_bytes_both_start_with(
+            shared in proptest::collection::vec(any::<u8>(), 0..40),
+            a in proptest::collection::vec(0..3u8, 0..12),
+            b in proptest::collection::vec(0..3u8, 0..12),
+        ) {
+            let (x, y) = ([shared.as_slice(), &a].concat(), [shared.as_slice(), &b].concat());
+            let expected = x.iter().zip(&y).take_while(|(p, q)| p == q).count();
+            prop_assert_eq!(common_prefix_len(&x, &y), expected);
+            prop_assert_eq!(common_prefix_len(&y, &x), expected);
+        }
+    }
 
     fn encode(value: u64) -> Vec<u8> {
         let mut buf = Vec::new();
