@@ -1,4 +1,4 @@
-//! Where the scale run's bytes go: builds `cellar-leveled`'s store of the
+//! Where the scale run's bytes go: builds `cellar`'s store of the
 //! scale run (db_bench's 16-byte keys and 100-byte values, fillrandom then
 //! overwrite, each settled, no manual compaction) and prints, after each
 //! phase, its bytes on disk taken apart (`cellar_bench::peers::space`).
@@ -9,9 +9,9 @@
 //! (each such wait settles the family at rest too, once it passes 256 MiB:
 //! `--settle false` shows what leveled compaction alone leaves);
 //! `--trigger`, `--memtable-bytes`, `--tail-copies`, `--settle` and
-//! `--compaction` change the family's options from `cellar-leveled`'s (the
+//! `--compaction` change the family's options from `cellar`'s (the
 //! defaults, leveled, settled at rest; `--settle false` leaves the settle
-//! out; `--compaction tiered` is the scale run's size-tiered `cellar`, whose
+//! out; `--compaction tiered` is the scale run's `cellar-tiered`, whose
 //! runs all sit at level 0, so its breakdown shows them all there).
 
 use std::path::PathBuf;

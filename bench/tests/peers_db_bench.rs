@@ -23,6 +23,7 @@ fn db_bench_runs_every_workload_when_installed() -> Result<(), Box<dyn std::erro
     assert_eq!(ops("fillseq"), num);
     assert_eq!(ops("readrandom"), num / 5);
     assert_eq!(ops("seekrandom"), num / 10);
+    assert_eq!(ops("readwhilewriting"), num / 5);
     // rand() % N leaves about 63% of the keys after fillrandom, more after overwrite.
     let distinct = report.live_entries.1;
     assert!(

@@ -87,7 +87,7 @@
 //! 0.67 and 0.91 bytes per user byte of the phase: write amplification 6.78
 //! and 7.39 in all, against 6.10 and 7.00. The scale run (`cargo run
 //! --release -p cellar-bench --bin peers -- --scale --num 10000000 --runs 1
-//! --engines cellar-leveled`, one run each) shows 1.06 once settled after
+//! --engines cellar`, one run each) shows 1.06 once settled after
 //! every phase, against 1.19, 1.21, 1.21 and 1.21 without the settle; its
 //! untimed waits took 4.8 and 7.1 s after the fill and the overwrite
 //! (0.7 and 0.6 s), and on the settled tree a seek consults 2 sources
@@ -108,8 +108,8 @@
 //! waits of 5.7 and 7.6 s (none without it: the tiers had nothing to
 //! merge), the settles writing 0.78 and 1.07 GB (0.67 and 0.91 bytes per
 //! user byte of the phase): write amplification 4.31 and 4.44 in all,
-//! against leveled's 6.78 and 7.39 with its settle (6.10 and 7.00 without). The scale run with `--engines cellar`
-//! (size-tiered) shows 1.06 once settled after every phase, against 1.48,
+//! against leveled's 6.78 and 7.39 with its settle (6.10 and 7.00
+//! without). The scale run with `--engines cellar-tiered` shows 1.06 once settled after every phase, against 1.48,
 //! 2.07, 2.07 and 2.07 without the settle; 12 and 16 table files against 20
 //! and 35; untimed waits of 5.5 and 7.7 s after the fill and the overwrite
 //! (0.0 without); and on the settled tree a get consults 2 sources instead

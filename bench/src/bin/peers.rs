@@ -4,11 +4,11 @@
 //! cargo run --release -p cellar-bench [--features rocksdb|rocksdb-lz4] --bin peers -- [OPTIONS]
 //!
 //!   (default)          db_bench's workloads: fillseq, fillrandom, overwrite,
-//!                      readrandom, readseq, seekrandom on --num keys
+//!                      readrandom, readseq, seekrandom, readwhilewriting on --num keys
 //!   --ycsb             YCSB workloads A-F on --records records, --operations each
 //!   --scale            fillrandom, overwrite, readrandom, seekrandom on --num keys,
 //!                      no manual compaction, the tree recorded after each phase;
-//!                      cellar both size-tiered and leveled (`cellar-leveled`)
+//!                      cellar both leveled (its default) and size-tiered (`cellar-tiered`)
 //!
 //!   --num N            keys (default 1000000)
 //!   --value-size N     db_bench workloads: bytes of a value, db_bench's --value_size
@@ -237,7 +237,7 @@ fn run(args: Args) -> Result<(), String> {
     let engines = args.engines.clone().unwrap_or_else(|| match args.mode {
         Mode::DbBench => peers::default_engines(),
         Mode::Ycsb { .. } => ycsb::ENGINES.iter().map(|s| s.to_string()).collect(),
-        Mode::Scale => ["cellar", "cellar-leveled", "fjall", "rocksdb"]
+        Mode::Scale => ["cellar", "cellar-tiered", "fjall", "rocksdb"]
             .iter()
             .filter(|e| peers::IN_PROCESS.contains(e))
             .map(|s| s.to_string())

@@ -1,7 +1,7 @@
 //! cellar, in two shapes: each key a row of one column (`cellar`, and
 //! `cellar-buffered` with the log buffered in the process, and
-//! `cellar-leveled` with leveled compaction), and each key a wide row of ten
-//! columns of one value each (`cellar-wide`, N/10 rows).
+//! `cellar-tiered` with size-tiered compaction), and each key a wide row of
+//! ten columns of one value each (`cellar-wide`, N/10 rows).
 //!
 //! What a read does with each entry, as db_bench does with RocksDB's (and
 //! as the fjall and RocksDB adapters do): it reads the lengths of the key
@@ -13,13 +13,14 @@
 
 use std::hint::black_box;
 use std::path::Path;
+use std::sync::Arc;
 
 use cellar_engine::{
     CellRef, Compaction, Compression, FamilyOptions, RowRange, Store, StoreOptions, SyncPolicy, WriteBatch,
 };
 
 use super::read_amp::ReadAmp;
-use super::workloads::{Adapter, KEY_BYTES};
+use super::workloads::{Adapter, Writer, KEY_BYTES};
 use crate::error::Result;
 
 const FAMILY: &str = "bench";
@@ -30,21 +31,21 @@ const WIDE_COLUMN_NAMES: [&[u8]; WIDE_COLUMNS] = [b"c0", b"c1", b"c2", b"c3", b"
 
 /// A cellar store with one family of default options (4 KiB blocks, bloom 10
 /// bits per key, 64 MiB memtable, no compression unless asked) but the
-/// compaction given: `cellar` stays size-tiered, as the README's db_bench
-/// figures were measured before leveled became the default, and
-/// `cellar-leveled` is the default's; log on without fsync. Table files are read through a memory map: raw blocks come
+/// compaction given: `cellar`, `cellar-buffered` and `cellar-wide` have the
+/// default's (leveled), what a user who names none gets, and `cellar-tiered`
+/// is size-tiered; log on without fsync. Table files are read through a memory map: raw blocks come
 /// from the OS page cache; compressed blocks are decompressed into a block
 /// cache of 32 MiB (each open table's index and filter are held in memory).
 pub struct Cellar {
-    store: Store,
+    store: Arc<Store>,
     wide: bool,
 }
 
 impl Cellar {
     /// Opens a fresh store in `dir`; `wide` stores each key as a row of ten
     /// columns; `sync` is the log's policy (`Never`: every write handed to the
-    /// OS, as RocksDB does; `Buffered`: written in 64 KiB pieces, as fjall
-    /// does); `compaction` and `compression` are the family's.
+    /// OS, as RocksDB and fjall do; `Buffered`: kept in the process and
+    /// written in 64 KiB pieces); `compaction` and `compression` are the family's.
     pub fn open(
         dir: &Path,
         wide: bool,
@@ -54,7 +55,10 @@ impl Cellar {
     ) -> Result<Cellar> {
         let family = FamilyOptions::default().compaction(compaction).compression(compression);
         let store = Store::open(dir, StoreOptions::default().sync(sync).family_with(FAMILY, family))?;
-        Ok(Cellar { store, wide })
+        Ok(Cellar {
+            store: Arc::new(store),
+            wide,
+        })
     }
 
     fn column(&self, i: usize) -> &'static [u8] {
@@ -70,6 +74,33 @@ impl Cellar {
 /// value. (The YCSB row model reads its cells the same way.)
 pub(crate) fn cell_bytes(cell: &CellRef<'_>) -> usize {
     cell.row.len() + cell.column.len() + cell.value.len()
+}
+
+/// Writes `key`: one cell, or (`wide`) a row of ten cells in one batch.
+fn put(store: &Store, wide: bool, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()> {
+    if !wide {
+        return Ok(store.put(FAMILY, key, NARROW_COLUMN, values)?);
+    }
+    // The row's bytes are its ten values end to end, all of one length.
+    let value_bytes = (values.len() / WIDE_COLUMNS).max(1);
+    let mut batch = WriteBatch::new();
+    for (column, value) in WIDE_COLUMN_NAMES.iter().zip(values.chunks(value_bytes)) {
+        batch.put(FAMILY, key, column, value);
+    }
+    Ok(store.write(&batch)?)
+}
+
+/// The store shared with a writer thread: a `Store` takes writes from any
+/// number of threads (they queue for the log, as RocksDB's writers do).
+struct CellarWriter {
+    store: Arc<Store>,
+    wide: bool,
+}
+
+impl Writer for CellarWriter {
+    fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()> {
+        put(&self.store, self.wide, key, values)
+    }
 }
 
 fn range_from(key: &[u8; KEY_BYTES], rows: usize) -> RowRange {
@@ -90,16 +121,14 @@ impl Adapter for Cellar {
     }
 
     fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()> {
-        if !self.wide {
-            return Ok(self.store.put(FAMILY, key, NARROW_COLUMN, values)?);
-        }
-        // The row's bytes are its ten values end to end, all of one length.
-        let value_bytes = (values.len() / WIDE_COLUMNS).max(1);
-        let mut batch = WriteBatch::new();
-        for (column, value) in WIDE_COLUMN_NAMES.iter().zip(values.chunks(value_bytes)) {
-            batch.put(FAMILY, key, column, value);
-        }
-        Ok(self.store.write(&batch)?)
+        put(&self.store, self.wide, key, values)
+    }
+
+    fn writer(&self) -> Result<Box<dyn Writer>> {
+        Ok(Box::new(CellarWriter {
+            store: Arc::clone(&self.store),
+            wide: self.wide,
+        }))
     }
 
     fn get(&mut self, key: &[u8; KEY_BYTES], column: usize) -> Result<bool> {

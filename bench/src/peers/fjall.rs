@@ -20,7 +20,7 @@ use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions};
 
 use cellar_engine::Compression;
 
-use super::workloads::{Adapter, KEY_BYTES};
+use super::workloads::{Adapter, Writer, KEY_BYTES};
 use super::ycsb::record::{copy_value, KeyValue};
 use crate::error::{Error, Result};
 
@@ -82,9 +82,23 @@ impl Fjall {
     }
 }
 
+/// The keyspace shared with a writer thread (a `Keyspace` is a handle, cloned
+/// cheaply, that any thread writes through).
+struct FjallWriter(Keyspace);
+
+impl Writer for FjallWriter {
+    fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()> {
+        self.0.insert(&key[..], values).map_err(err)
+    }
+}
+
 impl Adapter for Fjall {
     fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()> {
         self.keyspace.insert(&key[..], values).map_err(err)
+    }
+
+    fn writer(&self) -> Result<Box<dyn Writer>> {
+        Ok(Box::new(FjallWriter(self.keyspace.clone())))
     }
 
     fn get(&mut self, key: &[u8; KEY_BYTES], _column: usize) -> Result<bool> {

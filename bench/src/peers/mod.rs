@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::error::{Error, Result};
-use cellar_engine::{Compaction, Compression, SyncPolicy};
+use cellar_engine::{Compaction, Compression, FamilyOptions, SyncPolicy};
 use workloads::{Adapter, RunReport};
 
 /// Bytes of one db_bench entry: 16-byte key + 100-byte value.
@@ -90,7 +90,7 @@ impl Shape {
 pub const IN_PROCESS: &[&str] = &[
     "cellar",
     "cellar-buffered",
-    "cellar-leveled",
+    "cellar-tiered",
     "cellar-wide",
     "fjall",
     #[cfg(feature = "rocksdb")]
@@ -100,14 +100,15 @@ pub const IN_PROCESS: &[&str] = &[
 /// The engines a ratio compares `cellar` with: same keys, same durability.
 pub const PEERS: &[&str] = &["fjall", "rocksdb"];
 
-/// cellar with leveled compaction (RocksDB's default sizes: a 256 MiB base,
-/// ×10 per level, dynamic level sizes), as fjall and RocksDB compact; of the
-/// same durability as `cellar`, so in the scale run's ratios too.
-pub const CELLAR_LEVELED: &str = "cellar-leveled";
+/// cellar with size-tiered compaction (runs of similar size merged), where
+/// `cellar` has the family default, leveled (RocksDB's default sizes: a 256 MiB
+/// base, ×10 per level, dynamic level sizes), as fjall and RocksDB compact; of
+/// the same durability as `cellar`, so in the scale run's ratios too.
+pub const CELLAR_TIERED: &str = "cellar-tiered";
 
 /// Engines that run the same keys as `cellar` and so must find the same
 /// entries (`cellar-wide` counts cells of wider rows; db_bench draws its own keys).
-pub const SAME_KEYS: &[&str] = &["cellar", "cellar-buffered", "cellar-leveled", "fjall", "rocksdb"];
+pub const SAME_KEYS: &[&str] = &["cellar", "cellar-buffered", "cellar-tiered", "fjall", "rocksdb"];
 
 /// Why an engine is shown but never in a ratio.
 pub fn extra_note(engine: &str) -> Option<&'static str> {
@@ -132,12 +133,13 @@ pub fn open(engine: &str, dir: &Path, cache: Option<u64>) -> Result<Box<dyn Adap
 /// (`None` or `Lz4`: the codec all three engines have).
 pub fn open_with(engine: &str, dir: &Path, cache: Option<u64>, compression: Compression) -> Result<Box<dyn Adapter>> {
     let cellar = |wide, sync, compaction| cellar::Cellar::open(dir, wide, sync, compaction, compression);
-    let tiered = Compaction::SizeTiered;
+    // What a user gets who names no compaction: leveled, RocksDB's default sizes.
+    let default = FamilyOptions::default().compaction;
     match engine {
-        "cellar" => Ok(Box::new(cellar(false, SyncPolicy::Never, tiered)?)),
-        "cellar-buffered" => Ok(Box::new(cellar(false, SyncPolicy::Buffered, tiered)?)),
-        CELLAR_LEVELED => Ok(Box::new(cellar(false, SyncPolicy::Never, Compaction::LEVELED)?)),
-        "cellar-wide" => Ok(Box::new(cellar(true, SyncPolicy::Never, tiered)?)),
+        "cellar" => Ok(Box::new(cellar(false, SyncPolicy::Never, default)?)),
+        "cellar-buffered" => Ok(Box::new(cellar(false, SyncPolicy::Buffered, default)?)),
+        CELLAR_TIERED => Ok(Box::new(cellar(false, SyncPolicy::Never, Compaction::SizeTiered)?)),
+        "cellar-wide" => Ok(Box::new(cellar(true, SyncPolicy::Never, default)?)),
         "fjall" => Ok(Box::new(fjall::Fjall::open_with(dir, cache, compression)?)),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Ok(Box::new(rocksdb::RocksDb::open_with(dir, cache, compression)?)),
@@ -276,12 +278,12 @@ impl Config {
 
 /// The engines present on this machine: cellar (log handed to the OS per write),
 /// cellar-buffered (log buffered in the process), cellar-wide, fjall, rocksdb
-/// (with the `rocksdb` feature) and db_bench if found. (`cellar-leveled` is
+/// (with the `rocksdb` feature) and db_bench if found. (`cellar-tiered` is
 /// the scale run's; `--engines` asks for it elsewhere.)
 pub fn default_engines() -> Vec<String> {
     let mut engines: Vec<String> = IN_PROCESS
         .iter()
-        .filter(|e| **e != CELLAR_LEVELED)
+        .filter(|e| **e != CELLAR_TIERED)
         .map(|s| s.to_string())
         .collect();
     if db_bench::find().is_some() {

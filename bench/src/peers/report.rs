@@ -6,13 +6,13 @@ use std::path::Path;
 
 use super::memory::Memory;
 use super::workloads::{self, Measured, RunReport, WORKLOADS};
-use super::{extra_note, human, median_of, mib, ratio, read_path_with, Config, Runs, CELLAR_LEVELED, PEERS, SAME_KEYS};
+use super::{extra_note, human, median_of, mib, ratio, read_path_with, Config, Runs, CELLAR_TIERED, PEERS, SAME_KEYS};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use cellar_engine::Compression;
 
 /// The read workloads, whose entries found every engine must agree on.
-pub const READS: [&str; 3] = ["readrandom", "readseq", "seekrandom"];
+pub const READS: [&str; 4] = ["readrandom", "readseq", "seekrandom", "readwhilewriting"];
 
 /// Runs every workload on one in-process engine, values of `value_bytes`,
 /// and returns the report in the line format [`parse`] reads. This is what a
@@ -58,7 +58,11 @@ fn memory_line(which: &str, m: Option<Memory>) -> String {
 pub fn format(r: &RunReport) -> String {
     let mut out = String::new();
     for m in &r.workloads {
-        let _ = writeln!(out, "workload {} {} {} {}", m.workload, m.ops, m.seconds, m.found);
+        let _ = writeln!(
+            out,
+            "workload {} {} {} {} {}",
+            m.workload, m.ops, m.seconds, m.found, m.writes
+        );
     }
     let _ = writeln!(out, "disk fillseq {} {}", r.fillseq_disk.0, r.fillseq_disk.1);
     let _ = writeln!(out, "disk fillrandom {} {}", r.fillrandom_disk.0, r.fillrandom_disk.1);
@@ -87,6 +91,7 @@ pub fn parse(text: &str) -> Result<RunReport> {
                     ops: num(w.next())?,
                     seconds: num(w.next())?,
                     found: num(w.next())?,
+                    writes: num(w.next())?,
                 });
             }
             Some("disk") => {
@@ -228,6 +233,30 @@ fn throughput_table(out: &mut String, engines: &[&String], peers: &[&String], ru
     }
 }
 
+/// The pace of `readwhilewriting`'s writer thread: entries written per second
+/// of the reads, for each engine whose reads the table above shows. An
+/// engine whose writer is held back reads faster, so the two go together.
+fn writer_pace(out: &mut String, engines: &[&String], runs: &Runs) {
+    let reports = |e: &str| runs.get(e).map(Vec::as_slice).unwrap_or_default();
+    let pace = |e: &str| {
+        median_of(reports(e), |r| {
+            let m = r.workloads.iter().find(|m| m.workload == "readwhilewriting")?;
+            (m.seconds > 0.0).then(|| m.writes as f64 / m.seconds)
+        })
+    };
+    let paces: Vec<String> = engines
+        .iter()
+        .filter_map(|e| pace(e).map(|p| format!("{e} {}", human(p))))
+        .collect();
+    if !paces.is_empty() {
+        let _ = writeln!(
+            out,
+            "readwhilewriting's writer, entries written/s while the reads ran (medians): {}",
+            paces.join(", ")
+        );
+    }
+}
+
 /// The report: ops/s per workload and engine with cellar/peer ratios at the
 /// same durability, the extras apart, disk bytes and space amplification,
 /// memory and write amplification; `hits` is [`check_hits`]'s summary.
@@ -236,7 +265,7 @@ pub fn render(config: &Config, runs: &Runs, hits: &str) -> String {
     let main: Vec<&String> = engines
         .iter()
         .copied()
-        .filter(|e| *e == "cellar" || *e == CELLAR_LEVELED || PEERS.contains(&e.as_str()))
+        .filter(|e| *e == "cellar" || *e == CELLAR_TIERED || PEERS.contains(&e.as_str()))
         .collect();
     let peers: Vec<&String> = if runs.contains_key("cellar") {
         main.iter().copied().filter(|e| PEERS.contains(&e.as_str())).collect()
@@ -273,6 +302,7 @@ pub fn render(config: &Config, runs: &Runs, hits: &str) -> String {
     }
     let _ = writeln!(out, "{hits}\n");
     throughput_table(&mut out, &main, &peers, runs);
+    writer_pace(&mut out, &main, runs);
 
     if !extras.is_empty() {
         let _ = writeln!(out, "\nextras, in no ratio:");
@@ -371,7 +401,7 @@ pub fn csv(config: &Config, runs: &Runs) -> String {
 mod tests {
     use super::*;
 
-    fn report(found: [u64; 3]) -> RunReport {
+    fn report(found: [u64; 4]) -> RunReport {
         let mut r = RunReport::default();
         for w in WORKLOADS {
             let f = READS.iter().position(|r| *r == w).and_then(|i| found.get(i)).copied();
@@ -380,6 +410,7 @@ mod tests {
                 ops: 10,
                 seconds: 1.0,
                 found: f.unwrap_or(0),
+                writes: 0,
             });
         }
         r
@@ -388,14 +419,14 @@ mod tests {
     #[test]
     fn engines_that_found_the_same_entries_pass_the_hit_check() -> Result<()> {
         let mut runs = Runs::new();
-        runs.insert("cellar".into(), vec![report([5, 9, 33]), report([6, 9, 32])]);
-        runs.insert("fjall".into(), vec![report([5, 9, 33]), report([6, 9, 32])]);
+        runs.insert("cellar".into(), vec![report([5, 9, 33, 5]), report([6, 9, 32, 6])]);
+        runs.insert("fjall".into(), vec![report([5, 9, 33, 5]), report([6, 9, 32, 6])]);
         // cellar-wide counts cells of other rows: not compared.
-        runs.insert("cellar-wide".into(), vec![report([1, 2, 3]), report([1, 2, 3])]);
+        runs.insert("cellar-wide".into(), vec![report([1, 2, 3, 4]), report([1, 2, 3, 4])]);
         assert_eq!(
             check_hits(&runs)?,
             "hits checked: cellar, fjall found the same entries on every read workload in each of 2 run(s) \
-             (run 1: readrandom 5, readseq 9, seekrandom 33)"
+             (run 1: readrandom 5, readseq 9, seekrandom 33, readwhilewriting 5)"
         );
         Ok(())
     }
@@ -403,8 +434,8 @@ mod tests {
     #[test]
     fn an_engine_that_finds_less_fails_the_run() {
         let mut runs = Runs::new();
-        runs.insert("cellar".into(), vec![report([5, 9, 33]), report([6, 9, 32])]);
-        runs.insert("rocksdb".into(), vec![report([5, 9, 33]), report([6, 9, 31])]);
+        runs.insert("cellar".into(), vec![report([5, 9, 33, 5]), report([6, 9, 32, 6])]);
+        runs.insert("rocksdb".into(), vec![report([5, 9, 33, 5]), report([6, 9, 31, 6])]);
         let err = check_hits(&runs).map_err(|e| e.to_string());
         assert_eq!(
             err,
@@ -414,7 +445,7 @@ mod tests {
 
     #[test]
     fn a_report_round_trips_through_its_lines() -> Result<()> {
-        let mut r = report([1, 2, 3]);
+        let mut r = report([1, 2, 3, 4]);
         r.fillseq_disk = (10, 9);
         r.fillrandom_disk = (8, 7);
         r.live_entries = (5, 4);

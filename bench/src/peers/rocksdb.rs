@@ -16,6 +16,7 @@
 
 use std::hint::black_box;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rocksdb::perf::{set_perf_stats, PerfContext, PerfMetric, PerfStatsLevel};
@@ -24,7 +25,7 @@ use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, ReadOptions,
 use cellar_engine::Compression;
 
 use super::read_amp::ReadAmp;
-use super::workloads::{Adapter, KEY_BYTES};
+use super::workloads::{Adapter, Writer, KEY_BYTES};
 use super::ycsb::record::{copy_value, KeyValue};
 use crate::error::{Error, Result};
 
@@ -46,7 +47,7 @@ const LEVELS: u32 = 7;
 
 /// A RocksDB database with its default column family.
 pub struct RocksDb {
-    db: DB,
+    db: Arc<DB>,
 }
 
 impl RocksDb {
@@ -76,7 +77,7 @@ impl RocksDb {
         options.set_compression_type(compression);
         options.set_block_based_table_factory(&table);
         let db = DB::open(&options, dir).map_err(err)?;
-        Ok(RocksDb { db })
+        Ok(RocksDb { db: Arc::new(db) })
     }
 
     fn property(&self, name: &str) -> Result<u64> {
@@ -118,9 +119,23 @@ fn blocks(c: &PerfContext) -> f64 {
     (c.metric(PerfMetric::BlockCacheHitCount) + c.metric(PerfMetric::BlockReadCount)) as f64
 }
 
+/// The database shared with a writer thread (a `DB` takes writes from any
+/// thread; its writers queue for the WAL).
+struct RocksDbWriter(Arc<DB>);
+
+impl Writer for RocksDbWriter {
+    fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()> {
+        self.0.put(key, values).map_err(err)
+    }
+}
+
 impl Adapter for RocksDb {
     fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()> {
         self.db.put(key, values).map_err(err)
+    }
+
+    fn writer(&self) -> Result<Box<dyn Writer>> {
+        Ok(Box::new(RocksDbWriter(Arc::clone(&self.db))))
     }
 
     fn get(&mut self, key: &[u8; KEY_BYTES], _column: usize) -> Result<bool> {

@@ -2,12 +2,13 @@
 //! after every phase.
 //!
 //! At 1M keys every engine's tree is small: a few files, one or two levels.
-//! At 10M keys the compaction strategy shows: a size-tiered tree (cellar)
-//! writes less but keeps more sorted runs, so a seek merges more cursors; a
-//! leveled tree (fjall, RocksDB) rewrites more but keeps one run per level.
+//! At 10M keys the compaction strategy shows: a size-tiered tree
+//! (`cellar-tiered`) writes less but keeps more sorted runs, so a seek merges
+//! more cursors; a leveled tree (`cellar`, whose family default it is, fjall,
+//! RocksDB) rewrites more but keeps one run per level.
 //! Once a phase's writes pause, cellar's settle at rest
 //! (`cellar_engine::Settle`) merges either of its trees into one run, so the
-//! settled figures of `cellar` and `cellar-leveled` show that run, not the
+//! settled figures of `cellar` and `cellar-tiered` show that run, not the
 //! strategy's shape under writes.
 //! This run does `fillrandom`, `overwrite`, `readrandom` and `seekrandom` on
 //! one store, with **no manual compaction**, and after each phase records:
@@ -31,7 +32,7 @@ use std::time::Instant;
 use super::memory::{self, Memory, Sampler};
 use super::read_amp::ReadAmp;
 use super::workloads::{disk_bytes, key, Adapter, Rng, Values, SEEK_ENTRIES, VALUE_BYTES};
-use super::{human, median_of, mib, ratio, read_path, Config, CELLAR_LEVELED, ENTRY_BYTES, PEERS, RSS_NOTE};
+use super::{human, median_of, mib, ratio, read_path, Config, CELLAR_TIERED, ENTRY_BYTES, PEERS, RSS_NOTE};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 
@@ -350,11 +351,11 @@ fn phase_median(runs: &[Vec<Phase>], name: &str, f: impl Fn(&Phase) -> Option<f6
 /// How an engine of the scale run compacts.
 pub fn compaction(engine: &str) -> &'static str {
     match engine {
-        "cellar" => "size-tiered: 4 runs of similar size merged into one",
-        CELLAR_LEVELED => {
+        "cellar" => {
             "leveled (its default): level 0 merged into a base level at 4 runs, 256 MiB base, x10 per level, \
              dynamic level sizes (RocksDB's defaults)"
         }
+        CELLAR_TIERED => "size-tiered: 4 runs of similar size merged into one",
         "fjall" => "leveled (its default)",
         "rocksdb" => "leveled (db_bench's options: level 0 merged at 4 files, 256 MiB base, x10, dynamic level sizes)",
         _ => "",
@@ -368,7 +369,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     let cellars: Vec<&String> = engines
         .iter()
         .copied()
-        .filter(|e| *e == "cellar" || *e == CELLAR_LEVELED)
+        .filter(|e| *e == "cellar" || *e == CELLAR_TIERED)
         .collect();
     let peers: Vec<&String> = engines
         .iter()

@@ -17,7 +17,7 @@
 //!   key is a superseded version waiting for compaction to meet it.
 //!
 //! [`fill_and_measure`] builds the scale run's store (the same keys, values
-//! and options as `cellar-leveled`: fillrandom then overwrite, each settled,
+//! and options as `cellar`: fillrandom then overwrite, each settled,
 //! which includes the settle at rest, `cellar_engine::Settle`) and prints
 //! the breakdown after each phase, with how long the wait for background
 //! work took and what the settles wrote; [`breakdown`] measures any open
@@ -34,7 +34,7 @@ use super::workloads::{disk_bytes, key, Rng, Values, VALUE_BYTES};
 use super::ENTRY_BYTES;
 use crate::error::{Error, Result};
 
-/// The family the scale run's `cellar-leveled` writes.
+/// The family the scale run's `cellar` writes.
 const FAMILY: &str = "bench";
 
 /// The column each key's value is written under (as [`super::cellar`] does).
@@ -428,7 +428,7 @@ fn open_store(dir: &Path, family: FamilyOptions) -> Result<Store> {
     Ok(Store::open(dir, options.family_with(FAMILY, family))?)
 }
 
-/// The options of the scale run's `cellar-leveled` family (the defaults,
+/// The options of the scale run's `cellar` family (the defaults,
 /// leveled; [`super::cellar::Cellar::open`]).
 pub fn scale_family() -> FamilyOptions {
     FamilyOptions::default().compaction(Compaction::LEVELED)
@@ -437,7 +437,7 @@ pub fn scale_family() -> FamilyOptions {
 /// Builds the scale run's store in `dir` (fillrandom then overwrite of `num`
 /// keys drawn from `seed`, each phase settled, nothing flushed or compacted
 /// by hand), its family of options `family` ([`scale_family`]: those of
-/// `cellar-leveled`), and returns each phase's breakdown. With
+/// `cellar`), and returns each phase's breakdown. With
 /// `every` > 0 it also settles after every `every` writes and adds a
 /// [`Breakdown::summary`] line: the figure at that stopping point, to show how
 /// it moves with where the writes stop. (Pausing to settle lets compaction

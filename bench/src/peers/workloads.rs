@@ -6,8 +6,14 @@
 //! `overwrite` pick keys `rand() % N` (so about 63% of the N keys exist after
 //! `fillrandom`), `readrandom` does N/5 point reads, `readseq` scans everything
 //! forward, `seekrandom` seeks N/10 times and reads the entry found plus 10 more.
+//! `readwhilewriting` does N/5 point reads of keys that exist while a second
+//! thread overwrites existing keys as fast as it can ([`read_while_writing`]):
+//! the reads must find what they look for through the flushes and compactions
+//! the writer causes.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::Instant;
 
 use super::memory::{self, Memory, Sampler};
@@ -23,14 +29,26 @@ pub const VALUE_BYTES: usize = 100;
 pub const SEEK_ENTRIES: usize = 11;
 
 /// The workloads, in the order a run performs them.
-pub const WORKLOADS: [&str; 6] = [
+pub const WORKLOADS: [&str; 7] = [
     "fillseq",
     "fillrandom",
     "overwrite",
     "readrandom",
     "readseq",
     "seekrandom",
+    "readwhilewriting",
 ];
+
+/// The seed of `readwhilewriting`'s writer thread, so its keys and values
+/// are the same for every engine and apart from the reader's.
+pub const WRITER_SEED: u64 = 0x5752_4954_4552;
+
+/// A second handle on an open engine that another thread writes through
+/// while the first reads ([`Adapter::writer`]).
+pub trait Writer: Send {
+    /// Writes `key` with `values`, as [`Adapter::put`] does.
+    fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()>;
+}
 
 /// One engine seen through the operations the workloads need. An *entry* is
 /// what a db_bench key/value pair is; an adapter may store one key as several
@@ -44,6 +62,10 @@ pub trait Adapter {
     /// Writes `key` with `values` (one value per entry, all of one length:
     /// [`VALUE_BYTES`] unless the run says otherwise).
     fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()>;
+    /// A handle on the same store for a writer thread, whose writes go
+    /// through the engine's own concurrency control, as a second thread of
+    /// an application's would.
+    fn writer(&self) -> Result<Box<dyn Writer>>;
     /// Reads one entry of `key` (`column` < entries per key); true if found.
     fn get(&mut self, key: &[u8; KEY_BYTES], column: usize) -> Result<bool>;
     /// Reads every entry in key order; returns how many.
@@ -87,6 +109,9 @@ pub struct Measured {
     pub seconds: f64,
     /// Entries found (reads only).
     pub found: u64,
+    /// Entries a writer thread wrote while the workload ran
+    /// (`readwhilewriting` only; not in `ops`).
+    pub writes: u64,
 }
 
 impl Measured {
@@ -245,11 +270,98 @@ fn timed(workload: &str, ops: u64, found: u64, start: Instant) -> Measured {
         ops,
         seconds: start.elapsed().as_secs_f64(),
         found,
+        writes: 0,
     }
 }
 
 /// Steps between progress updates.
 const STEP: u64 = 10_000;
+
+/// The sizes of a `readwhilewriting` run: its reads, entries per key and
+/// bytes per written key.
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    /// Point reads the reader does.
+    pub reads: u64,
+    /// Entries one key holds (the reader reads one of them).
+    pub per_key: u64,
+    /// Bytes of the values of one key, as the writer writes them.
+    pub row_bytes: usize,
+}
+
+/// db_bench's `readwhilewriting` with one reader: `pace.reads` point reads of
+/// keys drawn from `present` (keys known to exist, so every read must find
+/// its entry) on this thread, while a writer thread, through
+/// [`Adapter::writer`], overwrites keys drawn from `present` with values from
+/// `values` until the reads are done. Only the reads are timed and counted
+/// as operations, as db_bench counts them; the writer's entries are
+/// `writes`. The writer's first write lands before the first read, so the
+/// reads always overlap writes. A read that finds nothing is an error: under
+/// a writer, flushes and compactions swap the files a read consults, and a
+/// store that loses a key in the swap must not look fast.
+pub(crate) fn read_while_writing(
+    db: &mut dyn Adapter,
+    present: &[u64],
+    rng: &mut Rng,
+    values: &mut Values,
+    pace: Pace,
+    progress: &dyn Progress,
+) -> Result<Measured> {
+    if present.is_empty() {
+        return Err(Error::Peer("readwhilewriting: no key exists to read".into()));
+    }
+    let pick = |rng: &mut Rng| {
+        present
+            .get(rng.below(present.len() as u64) as usize)
+            .copied()
+            .unwrap_or(0)
+    };
+    let mut writer = db.writer()?;
+    let stop = AtomicBool::new(false);
+    let (started, first_write) = mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let writer_thread = scope.spawn(|| -> Result<u64> {
+            let mut rng = Rng::new(WRITER_SEED);
+            let mut written = 0u64;
+            let mut started = Some(started);
+            while !stop.load(Ordering::Relaxed) {
+                writer.put(&key(pick(&mut rng)), values.next(pace.row_bytes))?;
+                written += pace.per_key;
+                // Dropping the sender tells the reader to begin.
+                started.take();
+            }
+            Ok(written)
+        });
+        // Err only once the writer is gone: after its first write, or on its error.
+        let _ = first_write.recv();
+        let reading = (|| -> Result<Measured> {
+            let start = Instant::now();
+            let mut found = 0;
+            for i in 0..pace.reads {
+                let column = rng.below(pace.per_key) as usize;
+                found += u64::from(db.get(&key(pick(rng)), column)?);
+                if i % STEP == STEP - 1 {
+                    progress.advance(STEP);
+                }
+            }
+            Ok(timed("readwhilewriting", pace.reads, found, start))
+        })();
+        stop.store(true, Ordering::Relaxed);
+        let written = writer_thread
+            .join()
+            .map_err(|_| Error::Peer("readwhilewriting: the writer thread panicked".into()))??;
+        let mut measured = reading?;
+        if measured.found != measured.ops {
+            return Err(Error::Peer(format!(
+                "readwhilewriting: {} of {} reads of existing keys found nothing",
+                measured.ops - measured.found,
+                measured.ops
+            )));
+        }
+        measured.writes = written;
+        Ok(measured)
+    })
+}
 
 /// Runs every workload on fresh stores under `dir`, `num` entries of
 /// `value_bytes`-byte values, keys drawn from `seed`.
@@ -269,6 +381,7 @@ pub fn run_all(
 ) -> Result<RunReport> {
     let mut report = RunReport::default();
     let mut rng = Rng::new(seed);
+    let values_kind = values;
     let mut values = Values::of(values, &mut rng);
 
     // Each engine runs in a fresh process, and fillrandom comes first, so its
@@ -312,7 +425,11 @@ pub fn run_all(
     progress.start("overwrite", keys);
     let start = Instant::now();
     for i in 0..keys {
-        db.put(&key(rng.below(keys)), values.next(row_bytes))?;
+        let k = rng.below(keys);
+        db.put(&key(k), values.next(row_bytes))?;
+        if let Some(p) = present.get_mut(k as usize) {
+            *p = true;
+        }
         if i % STEP == STEP - 1 {
             progress.advance(STEP);
         }
@@ -359,6 +476,20 @@ pub fn run_all(
     report.workloads.push(timed("seekrandom", seeks, read, start));
     progress.finish();
 
+    // readwhilewriting
+    let present: Vec<u64> = (0..keys).filter(|k| present.get(*k as usize) == Some(&true)).collect();
+    let reads = (num / 5).max(1);
+    let mut writer_values = Values::of(values_kind, &mut Rng::new(WRITER_SEED));
+    let pace = Pace {
+        reads,
+        per_key,
+        row_bytes,
+    };
+    progress.start("readwhilewriting", reads);
+    let measured = read_while_writing(db.as_mut(), &present, &mut rng, &mut writer_values, pace, progress)?;
+    report.workloads.push(measured);
+    progress.finish();
+
     drop(db);
     std::fs::remove_dir_all(&rand_dir).map_err(|e| Error::io(&rand_dir, e))?;
 
@@ -387,4 +518,136 @@ pub fn run_all(
     // than the value pool: the sampler's peaks since then are the run's.
     report.memory = Some(sampler.stop());
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex, MutexGuard};
+
+    use super::*;
+    use crate::progress::Silent;
+
+    type Map = Arc<Mutex<BTreeMap<Vec<u8>, Vec<u8>>>>;
+
+    /// The simplest engine: a map behind a lock. `lossy` makes its writer
+    /// clear the map instead of writing, as a store that loses its data
+    /// while it writes would look to a reader.
+    struct Model {
+        map: Map,
+        lossy: bool,
+    }
+
+    fn lock(map: &Map) -> MutexGuard<'_, BTreeMap<Vec<u8>, Vec<u8>>> {
+        map.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    struct ModelWriter {
+        map: Map,
+        lossy: bool,
+    }
+
+    impl Writer for ModelWriter {
+        fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()> {
+            let mut map = lock(&self.map);
+            if self.lossy {
+                map.clear();
+            } else {
+                map.insert(key.to_vec(), values.to_vec());
+            }
+            Ok(())
+        }
+    }
+
+    impl Adapter for Model {
+        fn put(&mut self, key: &[u8; KEY_BYTES], values: &[u8]) -> Result<()> {
+            lock(&self.map).insert(key.to_vec(), values.to_vec());
+            Ok(())
+        }
+        fn writer(&self) -> Result<Box<dyn Writer>> {
+            Ok(Box::new(ModelWriter {
+                map: Arc::clone(&self.map),
+                lossy: self.lossy,
+            }))
+        }
+        fn get(&mut self, key: &[u8; KEY_BYTES], _column: usize) -> Result<bool> {
+            Ok(lock(&self.map).contains_key(&key[..]))
+        }
+        fn scan_all(&mut self) -> Result<u64> {
+            Ok(lock(&self.map).len() as u64)
+        }
+        fn seek(&mut self, key: &[u8; KEY_BYTES], n: usize) -> Result<u64> {
+            Ok(lock(&self.map).range(key.to_vec()..).take(n).count() as u64)
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn compact(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn settle(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn table_files(&mut self) -> Result<u64> {
+            Ok(0)
+        }
+    }
+
+    fn model(lossy: bool, keys: u64) -> Result<Model> {
+        let mut model = Model {
+            map: Map::default(),
+            lossy,
+        };
+        for k in 0..keys {
+            model.put(&key(k), &[7; VALUE_BYTES])?;
+        }
+        Ok(model)
+    }
+
+    fn run(db: &mut Model, present: &[u64]) -> Result<Measured> {
+        let mut rng = Rng::new(1);
+        let mut values = Values::new(&mut Rng::new(2));
+        let pace = Pace {
+            reads: 5000,
+            per_key: 1,
+            row_bytes: VALUE_BYTES,
+        };
+        read_while_writing(db, present, &mut rng, &mut values, pace, &Silent)
+    }
+
+    #[test]
+    fn reads_while_writing_find_every_key_and_count_the_writers_pace() -> Result<()> {
+        let mut db = model(false, 100)?;
+        let present: Vec<u64> = (0..100).collect();
+        let measured = run(&mut db, &present)?;
+        assert_eq!(
+            (measured.workload.as_str(), measured.ops, measured.found),
+            ("readwhilewriting", 5000, 5000)
+        );
+        assert!(
+            measured.writes >= 1,
+            "the writer wrote before the reads began: {measured:?}"
+        );
+        assert_eq!(lock(&db.map).len(), 100, "the writer overwrote existing keys only");
+        Ok(())
+    }
+
+    #[test]
+    fn an_engine_that_loses_keys_under_a_writer_fails_the_run() -> Result<()> {
+        let mut db = model(true, 100)?;
+        let present: Vec<u64> = (0..100).collect();
+        let err = run(&mut db, &present).map_err(|e| e.to_string());
+        assert_eq!(
+            err,
+            Err("readwhilewriting: 5000 of 5000 reads of existing keys found nothing".to_string())
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn reads_while_writing_need_a_key_that_exists() -> Result<()> {
+        let mut db = model(false, 0)?;
+        assert!(run(&mut db, &[]).is_err());
+        Ok(())
+    }
 }
