@@ -7,7 +7,7 @@
 //! `fillrandom`), `readrandom` does N/5 point reads, `readseq` scans everything
 //! forward, `seekrandom` seeks N/10 times and reads the entry found plus 10 more.
 //! `readwhilewriting` does N/5 point reads of keys that exist while a second
-//! thread overwrites existing keys as fast as it can ([`read_while_writing`]):
+//! thread overwrites existing keys as fast as it can (`read_while_writing`):
 //! the reads must find what they look for through the flushes and compactions
 //! the writer causes.
 
