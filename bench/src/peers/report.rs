@@ -212,7 +212,7 @@ fn mb(bytes: f64) -> String {
 /// then `cellar/<peer>` for each peer given.
 fn throughput_table(out: &mut String, engines: &[&String], peers: &[&String], runs: &Runs) {
     let reports = |e: &str| runs.get(e).map(Vec::as_slice).unwrap_or_default();
-    let mut header = format!("{:<12}", "workload");
+    let mut header = format!("{:<16}", "workload");
     for e in engines {
         let _ = write!(header, " {e:>15}");
     }
@@ -221,7 +221,7 @@ fn throughput_table(out: &mut String, engines: &[&String], peers: &[&String], ru
     }
     let _ = writeln!(out, "{header}");
     for w in WORKLOADS {
-        let mut line = format!("{w:<12}");
+        let mut line = format!("{w:<16}");
         for e in engines {
             let _ = write!(line, " {:>15}", human(median_ops(reports(e), w)));
         }
