@@ -21,19 +21,11 @@ fn every_workload_runs_on_every_in_process_engine_and_the_engines_agree_on_hits(
         }
         // fillseq leaves every key; readseq after fillrandom + overwrite finds the distinct ones.
         assert_eq!(run.live_entries.0, 2000, "{engine}");
-        let readseq = run
-            .workloads
-            .iter()
-            .find(|m| m.workload == "readseq")
-            .ok_or("no readseq")?;
+        let readseq = run.workload("readseq").ok_or("no readseq")?;
         assert!(readseq.ops >= run.live_entries.1, "{engine}");
         // Reads of existing keys under a writer thread find every one, and
         // the writer wrote.
-        let rww = run
-            .workloads
-            .iter()
-            .find(|m| m.workload == "readwhilewriting")
-            .ok_or("no readwhilewriting")?;
+        let rww = run.workload("readwhilewriting").ok_or("no readwhilewriting")?;
         assert!(
             rww.ops == 400 && rww.found == rww.ops && rww.writes > 0,
             "{engine} {rww:?}"

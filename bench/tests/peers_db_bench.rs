@@ -19,7 +19,7 @@ fn db_bench_runs_every_workload_when_installed() -> Result<(), Box<dyn std::erro
     for m in &report.workloads {
         assert!(m.ops > 0 && m.seconds > 0.0 && m.ops_per_sec() > 0.0, "{m:?}");
     }
-    let ops = |w: &str| report.workloads.iter().find(|m| m.workload == w).map_or(0, |m| m.ops);
+    let ops = |w: &str| report.workload(w).map_or(0, |m| m.ops);
     assert_eq!(ops("fillseq"), num);
     assert_eq!(ops("readrandom"), num / 5);
     assert_eq!(ops("seekrandom"), num / 10);

@@ -132,11 +132,7 @@ pub fn parse(text: &str) -> Result<RunReport> {
 }
 
 fn found(report: &RunReport, workload: &str) -> Option<u64> {
-    report
-        .workloads
-        .iter()
-        .find(|m| m.workload == workload)
-        .map(|m| m.found)
+    report.workload(workload).map(|m| m.found)
 }
 
 /// Checks that the engines that ran the same keys found the same entries on
@@ -183,13 +179,7 @@ pub fn check_hits(runs: &Runs) -> Result<String> {
 
 /// Median ops/s of one workload of one engine.
 pub fn median_ops(reports: &[RunReport], workload: &str) -> f64 {
-    median_of(reports, |r| {
-        r.workloads
-            .iter()
-            .find(|m| m.workload == workload)
-            .map(Measured::ops_per_sec)
-    })
-    .unwrap_or(0.0)
+    median_of(reports, |r| r.workload(workload).map(Measured::ops_per_sec)).unwrap_or(0.0)
 }
 
 /// Median disk bytes (after fill, after compaction) of a fill workload.
@@ -240,7 +230,7 @@ fn writer_pace(out: &mut String, engines: &[&String], runs: &Runs) {
     let reports = |e: &str| runs.get(e).map(Vec::as_slice).unwrap_or_default();
     let pace = |e: &str| {
         median_of(reports(e), |r| {
-            let m = r.workloads.iter().find(|m| m.workload == "readwhilewriting")?;
+            let m = r.workload("readwhilewriting")?;
             (m.seconds > 0.0).then(|| m.writes as f64 / m.seconds)
         })
     };

@@ -141,6 +141,13 @@ pub struct RunReport {
     pub write_amplification: Option<f64>,
 }
 
+impl RunReport {
+    /// The measurement of `workload`, if the run has one.
+    pub fn workload(&self, workload: &str) -> Option<&Measured> {
+        self.workloads.iter().find(|m| m.workload == workload)
+    }
+}
+
 /// A small, fast, seeded generator (xorshift64*), so every engine sees the same keys.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
@@ -477,7 +484,7 @@ pub fn run_all(
     progress.finish();
 
     // readwhilewriting
-    let present: Vec<u64> = (0..keys).filter(|k| present.get(*k as usize) == Some(&true)).collect();
+    let present: Vec<u64> = (0..keys).zip(&present).filter(|(_, p)| **p).map(|(k, _)| k).collect();
     let reads = (num / 5).max(1);
     let mut writer_values = Values::of(values_kind, &mut Rng::new(WRITER_SEED));
     let pace = Pace {
@@ -647,7 +654,8 @@ mod tests {
     #[test]
     fn reads_while_writing_need_a_key_that_exists() -> Result<()> {
         let mut db = model(false, 0)?;
-        assert!(run(&mut db, &[]).is_err());
+        let err = run(&mut db, &[]).map_err(|e| e.to_string());
+        assert_eq!(err, Err("readwhilewriting: no key exists to read".to_string()));
         Ok(())
     }
 }
