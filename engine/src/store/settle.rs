@@ -79,9 +79,11 @@ impl Inner {
             // Every write to the family adds to this counter, under the
             // write lock: unchanged since the last look, no write came.
             let writes = fam.counters.user_entries.load(Ordering::Relaxed);
+            // A new count starts the idle time from a clock read after
+            // the count: never earlier than the write that made it.
             let since = match quiet.families.get(&fam.id) {
                 Some(&(seen, since)) if seen == writes => since,
-                _ => now,
+                _ => Instant::now(),
             };
             quiet.families.insert(fam.id, (writes, since));
             let shapes: Vec<FileShape<'_>> = fam.tables.iter().map(|t| t.shape()).collect();
