@@ -114,6 +114,19 @@ fn the_scale_phases_record_the_tree_and_cellar_its_read_amplification() -> Resul
             assert!(p.ops > 0 && p.live > 0 && p.settled.0 > 0, "{engine} {p:?}");
             assert!(p.peak.hwm_kib > 0, "{engine} {p:?}");
         }
+        // Under the writer every read finds its key, the writer wrote, and
+        // only overwrote: the distinct keys are those the fills left.
+        let [.., seeks, under_writes] = phases.as_slice() else {
+            return Err(format!("{engine}: {} phases", phases.len()).into());
+        };
+        assert_eq!(under_writes.name, "readwhilewriting");
+        assert_eq!(under_writes.found, under_writes.ops, "{engine} {under_writes:?}");
+        assert!(under_writes.writes > 0, "{engine} {under_writes:?}");
+        assert_eq!(under_writes.live, seeks.live, "{engine}");
+        assert!(phases
+            .iter()
+            .filter(|p| p.name != "readwhilewriting")
+            .all(|p| p.writes == 0));
         let amp = phases.last().and_then(|p| p.seek_amp);
         if engine == "fjall" {
             assert_eq!(amp, None, "fjall does not count its reads");

@@ -6,8 +6,8 @@
 //!   (default)          db_bench's workloads: fillseq, fillrandom, overwrite,
 //!                      readrandom, readseq, seekrandom, readwhilewriting on --num keys
 //!   --ycsb             YCSB workloads A-F on --records records, --operations each
-//!   --scale            fillrandom, overwrite, readrandom, seekrandom on --num keys,
-//!                      no manual compaction, the tree recorded after each phase;
+//!   --scale            fillrandom, overwrite, readrandom, seekrandom, readwhilewriting
+//!                      on --num keys, no manual compaction, the tree recorded after each phase;
 //!                      cellar both leveled (its default) and size-tiered (`cellar-tiered`)
 //!
 //!   --num N            keys (default 1000000)

@@ -10,10 +10,13 @@
 //! (`cellar_engine::Settle`) merges either of its trees into one run, so the
 //! settled figures of `cellar` and `cellar-tiered` show that run, not the
 //! strategy's shape under writes.
-//! This run does `fillrandom`, `overwrite`, `readrandom` and `seekrandom` on
-//! one store, with **no manual compaction**, and after each phase records:
+//! This run does `fillrandom`, `overwrite`, `readrandom`, `seekrandom` and
+//! `readwhilewriting` (db_bench's, as the db_bench mode runs it: point reads
+//! of existing keys while a writer thread overwrites them) on one store, with
+//! **no manual compaction**, and after each phase records:
 //!
-//! * throughput, and the entries the reads found (checked across engines);
+//! * throughput, and the entries the reads found (checked across engines;
+//!   under the writer every read must find), and the writer's entries;
 //! * **space amplification**: bytes on disk (logs included) / user bytes
 //!   (116 B x distinct keys), at the end of the phase and again once the
 //!   engine's background flushes and compactions have settled (the wait is
@@ -31,13 +34,22 @@ use std::time::Instant;
 
 use super::memory::{self, Memory, Sampler};
 use super::read_amp::ReadAmp;
-use super::workloads::{disk_bytes, key, Adapter, Rng, Values, SEEK_ENTRIES, VALUE_BYTES};
+use super::workloads::{self, disk_bytes, key, Adapter, Pace, Rng, Values, SEEK_ENTRIES, VALUE_BYTES};
 use super::{human, median_of, mib, ratio, read_path, Config, CELLAR_TIERED, ENTRY_BYTES, PEERS, RSS_NOTE};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 
 /// The phases, in order.
-pub const PHASES: [&str; 4] = ["fillrandom", "overwrite", "readrandom", "seekrandom"];
+pub const PHASES: [&str; 5] = [
+    "fillrandom",
+    "overwrite",
+    "readrandom",
+    "seekrandom",
+    "readwhilewriting",
+];
+
+/// Width of the phase column in the tables: the longest phase's name.
+const PHASE_WIDTH: usize = 16;
 
 /// Reads traced after each phase to measure read amplification (untimed).
 pub const SAMPLE_READS: u64 = 1000;
@@ -53,6 +65,9 @@ pub struct Phase {
     pub seconds: f64,
     /// Entries found (reads only).
     pub found: u64,
+    /// Entries a writer thread wrote while the reads ran
+    /// (`readwhilewriting` only; not in `ops`).
+    pub writes: u64,
     /// Distinct keys in the store.
     pub live: u64,
     /// Bytes on disk and table files when the phase ended.
@@ -103,30 +118,44 @@ pub fn run_all(db: &mut dyn Adapter, dir: &Path, num: u64, seed: u64, progress: 
         memory::reset_peak();
         sampler.reset();
         let ops = match name {
-            "readrandom" => (num / 5).max(1),
+            "readrandom" | "readwhilewriting" => (num / 5).max(1),
             "seekrandom" => (num / 10).max(1),
             _ => num,
         };
         progress.start(name, ops);
-        let start = Instant::now();
-        let mut found = 0;
-        for i in 0..ops {
-            let k = rng.below(num);
-            match name {
-                "readrandom" => found += u64::from(db.get(&key(k), 0)?),
-                "seekrandom" => found += db.seek(&key(k), SEEK_ENTRIES)?,
-                _ => {
-                    db.put(&key(k), values.next(VALUE_BYTES))?;
-                    if let Some(p) = present.get_mut(k as usize) {
-                        *p = true;
+        let (mut found, mut writes) = (0, 0);
+        let seconds = if name == "readwhilewriting" {
+            // The writer overwrites keys that exist, so the distinct keys
+            // (and the space amplification's denominator) stay as they are.
+            let keys: Vec<u64> = (0..num).filter(|&k| present.get(k as usize) == Some(&true)).collect();
+            let pace = Pace {
+                reads: ops,
+                per_key: 1,
+                row_bytes: VALUE_BYTES,
+            };
+            let measured = workloads::read_while_writing(db, &keys, &mut rng, &mut values, pace, progress)?;
+            (found, writes) = (measured.found, measured.writes);
+            measured.seconds
+        } else {
+            let start = Instant::now();
+            for i in 0..ops {
+                let k = rng.below(num);
+                match name {
+                    "readrandom" => found += u64::from(db.get(&key(k), 0)?),
+                    "seekrandom" => found += db.seek(&key(k), SEEK_ENTRIES)?,
+                    _ => {
+                        db.put(&key(k), values.next(VALUE_BYTES))?;
+                        if let Some(p) = present.get_mut(k as usize) {
+                            *p = true;
+                        }
                     }
                 }
+                if i % STEP == STEP - 1 {
+                    progress.advance(STEP);
+                }
             }
-            if i % STEP == STEP - 1 {
-                progress.advance(STEP);
-            }
-        }
-        let seconds = start.elapsed().as_secs_f64();
+            start.elapsed().as_secs_f64()
+        };
         progress.finish();
         let at_end = (disk_bytes(dir)?, db.table_files()?);
         let settling = Instant::now();
@@ -143,6 +172,7 @@ pub fn run_all(db: &mut dyn Adapter, dir: &Path, num: u64, seed: u64, progress: 
             ops,
             seconds,
             found,
+            writes,
             live: present.iter().filter(|p| **p).count() as u64,
             at_end,
             settled,
@@ -185,11 +215,12 @@ pub fn format(phases: &[Phase]) -> String {
     for p in phases {
         let _ = writeln!(
             out,
-            "phase {} {} {} {} {} {} {} {} {} {}",
+            "phase {} {} {} {} {} {} {} {} {} {} {}",
             p.name,
             p.ops,
             p.seconds,
             p.found,
+            p.writes,
             p.live,
             p.at_end.0,
             p.at_end.1,
@@ -230,6 +261,7 @@ pub fn parse(text: &str) -> Result<Vec<Phase>> {
                 ops: num(w.next())?,
                 seconds: num(w.next())?,
                 found: num(w.next())?,
+                writes: num(w.next())?,
                 live: num(w.next())?,
                 at_end: (num(w.next())?, num(w.next())?),
                 settled: (num(w.next())?, num(w.next())?),
@@ -403,7 +435,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     }
     let _ = writeln!(out, "{hits}\n");
 
-    let mut header = format!("{:<12}", "ops/s");
+    let mut header = format!("{:<PHASE_WIDTH$}", "ops/s");
     for e in &engines {
         let _ = write!(header, " {e:>14}");
     }
@@ -413,7 +445,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     let _ = writeln!(out, "{header}");
     for name in PHASES {
         let ops = |e: &str| phase_median(of(e), name, |p| Some(p.ops_per_sec())).unwrap_or(0.0);
-        let mut line = format!("{name:<12}");
+        let mut line = format!("{name:<PHASE_WIDTH$}");
         for e in &engines {
             let _ = write!(line, " {:>14}", human(ops(e)));
         }
@@ -421,6 +453,22 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
             let _ = write!(line, " {:>w$}", ratio(ops(c), ops(p)), w = label.len().max(15));
         }
         let _ = writeln!(out, "{line}");
+    }
+    let paces: Vec<String> = engines
+        .iter()
+        .filter_map(|e| {
+            phase_median(of(e), "readwhilewriting", |p| {
+                (p.seconds > 0.0).then(|| p.writes as f64 / p.seconds)
+            })
+            .map(|pace| format!("{e} {}", human(pace)))
+        })
+        .collect();
+    if !paces.is_empty() {
+        let _ = writeln!(
+            out,
+            "readwhilewriting's writer, entries written/s while the reads ran (medians): {}",
+            paces.join(", ")
+        );
     }
 
     let _ = writeln!(
@@ -430,7 +478,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<12} {:<14} {:>10} {:>8} {:>9} {:>12} {:>11} {:>13} {:>9}",
+        "{:<PHASE_WIDTH$} {:<14} {:>10} {:>8} {:>9} {:>12} {:>11} {:>13} {:>9}",
         "phase",
         "engine",
         "disk end",
@@ -446,7 +494,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
             let m = |f: fn(&Phase) -> f64| phase_median(of(e), name, |p| Some(f(p))).unwrap_or(0.0);
             let _ = writeln!(
                 out,
-                "{:<12} {:<14} {:>7.0} MB {:>7.2}x {:>9.0} {:>9.0} MB {:>10.2}x {:>13.0} {:>9.1}",
+                "{:<PHASE_WIDTH$} {:<14} {:>7.0} MB {:>7.2}x {:>9.0} {:>9.0} MB {:>10.2}x {:>13.0} {:>9.1}",
                 name,
                 e,
                 m(|p| p.at_end.0 as f64) / 1e6,
@@ -468,7 +516,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<12} {:<14} {:>22} {:>22}",
+        "{:<PHASE_WIDTH$} {:<14} {:>22} {:>22}",
         "phase", "engine", "get (src/files/blocks)", "seek (src/files/blocks)"
     );
     for name in PHASES {
@@ -484,7 +532,14 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
                     _ => "n/a".into(),
                 }
             };
-            let _ = writeln!(out, "{:<12} {:<14} {:>22} {:>22}", name, e, amp(false), amp(true));
+            let _ = writeln!(
+                out,
+                "{:<PHASE_WIDTH$} {:<14} {:>22} {:>22}",
+                name,
+                e,
+                amp(false),
+                amp(true)
+            );
         }
     }
 
@@ -495,7 +550,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<12} {:<14} {:>10} {:>10} {:>10} {:>11} {:>11}",
+        "{:<PHASE_WIDTH$} {:<14} {:>10} {:>10} {:>10} {:>11} {:>11}",
         "phase", "engine", "peak RSS", "peak anon", "peak file", "anon after", "file after"
     );
     for name in PHASES {
@@ -503,7 +558,7 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
             let m = |f: fn(&Phase) -> u64| phase_median(of(e), name, |p| Some(f(p) as f64)).map_or("-".into(), mib);
             let _ = writeln!(
                 out,
-                "{:<12} {:<14} {:>10} {:>10} {:>10} {:>11} {:>11}",
+                "{:<PHASE_WIDTH$} {:<14} {:>10} {:>10} {:>10} {:>11} {:>11}",
                 name,
                 e,
                 m(|p| p.peak.hwm_kib),
