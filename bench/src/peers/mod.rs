@@ -45,6 +45,7 @@ pub mod workloads;
 pub mod ycsb;
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -384,6 +385,24 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 pub fn median_of<R>(reports: &[R], f: impl Fn(&R) -> Option<f64>) -> Option<f64> {
     let v: Vec<f64> = reports.iter().filter_map(f).collect();
     (!v.is_empty()).then(|| median(v))
+}
+
+/// Writes the line under a throughput table that says how fast
+/// `readwhilewriting`'s writer thread wrote: entries per second of the reads,
+/// `pace`'s median for each engine that has one. An engine whose writer is
+/// held back reads faster, so the two go together.
+pub(crate) fn writer_pace_line(out: &mut String, engines: &[&String], pace: impl Fn(&str) -> Option<f64>) {
+    let paces: Vec<String> = engines
+        .iter()
+        .filter_map(|e| pace(e).map(|p| format!("{e} {}", human(p))))
+        .collect();
+    if !paces.is_empty() {
+        let _ = writeln!(
+            out,
+            "readwhilewriting's writer, entries written/s while the reads ran (medians): {}",
+            paces.join(", ")
+        );
+    }
 }
 
 /// Operations per second for a table: `1.23M` or `456k`.

@@ -223,28 +223,16 @@ fn throughput_table(out: &mut String, engines: &[&String], peers: &[&String], ru
     }
 }
 
-/// The pace of `readwhilewriting`'s writer thread: entries written per second
-/// of the reads, for each engine whose reads the table above shows. An
-/// engine whose writer is held back reads faster, so the two go together.
+/// The pace of `readwhilewriting`'s writer thread, for each engine whose
+/// reads the table above shows ([`super::writer_pace_line`]).
 fn writer_pace(out: &mut String, engines: &[&String], runs: &Runs) {
     let reports = |e: &str| runs.get(e).map(Vec::as_slice).unwrap_or_default();
-    let pace = |e: &str| {
+    super::writer_pace_line(out, engines, |e| {
         median_of(reports(e), |r| {
             let m = r.workload("readwhilewriting")?;
             (m.seconds > 0.0).then(|| m.writes as f64 / m.seconds)
         })
-    };
-    let paces: Vec<String> = engines
-        .iter()
-        .filter_map(|e| pace(e).map(|p| format!("{e} {}", human(p))))
-        .collect();
-    if !paces.is_empty() {
-        let _ = writeln!(
-            out,
-            "readwhilewriting's writer, entries written/s while the reads ran (medians): {}",
-            paces.join(", ")
-        );
-    }
+    });
 }
 
 /// The report: ops/s per workload and engine with cellar/peer ratios at the

@@ -454,22 +454,11 @@ pub fn render(config: &Config, runs: &ScaleRuns, hits: &str) -> String {
         }
         let _ = writeln!(out, "{line}");
     }
-    let paces: Vec<String> = engines
-        .iter()
-        .filter_map(|e| {
-            phase_median(of(e), "readwhilewriting", |p| {
-                (p.seconds > 0.0).then(|| p.writes as f64 / p.seconds)
-            })
-            .map(|pace| format!("{e} {}", human(pace)))
+    super::writer_pace_line(&mut out, &engines, |e| {
+        phase_median(of(e), "readwhilewriting", |p| {
+            (p.seconds > 0.0).then(|| p.writes as f64 / p.seconds)
         })
-        .collect();
-    if !paces.is_empty() {
-        let _ = writeln!(
-            out,
-            "readwhilewriting's writer, entries written/s while the reads ran (medians): {}",
-            paces.join(", ")
-        );
-    }
+    });
 
     let _ = writeln!(
         out,
