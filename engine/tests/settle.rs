@@ -255,8 +255,9 @@ fn the_wait_returns_after_the_settle(strategy: Strategy, seed: u64) -> TestResul
     let dir = tempfile::tempdir()?;
     let store = open(dir.path(), strategy.options())?;
     let (mut writer, mut model) = (Writer::new(seed), Model::new());
-    write_some(&store, &mut writer, &mut model, 12_000 - 250)?;
-    // The clock is read before each write, so the idle time the wait must
+    write_some(&store, &mut writer, &mut model, 11_750)?;
+    // 11,750 cells, then 500 more: 250 left in the memtable. The clock is
+    // read before each of the last writes, so the idle time the wait must
     // sit out is measured from no later than the engine measures it.
     let mut last_write = Instant::now();
     for _ in 0..500 {

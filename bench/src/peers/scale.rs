@@ -128,7 +128,7 @@ pub fn run_all(db: &mut dyn Adapter, dir: &Path, num: u64, seed: u64, progress: 
             // The writer overwrites keys that exist, so the distinct keys
             // (and the space amplification's denominator) stay as they are.
             // The list (8 bytes a key) counts in every engine's memory alike.
-            let keys: Vec<u64> = (0..num).filter(|&k| present.get(k as usize) == Some(&true)).collect();
+            let keys = workloads::existing_keys(&present);
             let pace = Pace {
                 reads: ops,
                 per_key: 1,

@@ -296,6 +296,12 @@ pub struct Pace {
     pub row_bytes: usize,
 }
 
+/// The keys marked present (`present[k]`: key `k` has been written), in
+/// order: what `readwhilewriting`'s reader and writer draw from.
+pub(crate) fn existing_keys(present: &[bool]) -> Vec<u64> {
+    (0u64..).zip(present).filter(|(_, p)| **p).map(|(k, _)| k).collect()
+}
+
 /// db_bench's `readwhilewriting` with one reader: `pace.reads` point reads of
 /// keys drawn from `present` (keys known to exist, so every read must find
 /// its entry) on this thread, while a writer thread, through
@@ -484,7 +490,7 @@ pub fn run_all(
     progress.finish();
 
     // readwhilewriting
-    let present: Vec<u64> = (0..keys).zip(&present).filter(|(_, p)| **p).map(|(k, _)| k).collect();
+    let present = existing_keys(&present);
     let reads = (num / 5).max(1);
     let mut writer_values = Values::of(values_kind, &mut Rng::new(WRITER_SEED));
     let pace = Pace {
@@ -649,6 +655,12 @@ mod tests {
             Err("readwhilewriting: 5000 of 5000 reads of existing keys found nothing".to_string())
         );
         Ok(())
+    }
+
+    #[test]
+    fn the_existing_keys_are_the_ones_marked_present_in_order() {
+        assert_eq!(existing_keys(&[false, true, true, false, true]), [1, 2, 4]);
+        assert!(existing_keys(&[false, false]).is_empty());
     }
 
     #[test]
